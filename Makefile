@@ -1,0 +1,35 @@
+GO ?= go
+PROTOC ?= protoc
+GOBIN ?= $(shell $(GO) env GOPATH)/bin
+
+.PHONY: all test test-long bench proto proto-tools lint run sweep ci
+
+all: lint test
+
+## run: the main job, a simulation run on the embedded default
+run:
+	$(GO) run ./cmd/relaysim run -seed 0x2a -mode bulk
+
+## test: the README's test command (what CI runs)
+test:
+	$(GO) test ./...
+
+test-race:
+	$(GO) test -race ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+proto-tools:
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+
+proto:
+	PATH="$(GOBIN):$$PATH" $(PROTOC) -I system/relaypb \
+		--go_out=system/relaypb --go_opt=paths=source_relative \
+		--go-grpc_out=system/relaypb --go-grpc_opt=paths=source_relative \
+		system/relaypb/relay.proto
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
