@@ -1,0 +1,83 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// CheckStreamLeaks checks every sample (open client streams equal connected
+// sessions; open peer connections equal live peers times channels per peer)
+// and that every vanished client's stream is closed by its node within
+// h.KeepAliveBound.
+func CheckStreamLeaks(h *History) []Violation {
+	var out []Violation
+	for _, s := range h.Samples {
+		out = append(out, sampleStreams(s)...)
+	}
+	for i, ev := range h.Events {
+		if ev.Kind == KindDisconnect && ev.Vanish {
+			if v, bad := judgeVanish(ev, h.Events[i+1:], h.KeepAliveBound); bad {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func sampleStreams(s Sample) []Violation {
+	var out []Violation
+	if s.OpenStreams != s.Sessions {
+		out = append(out, Violation{
+			Property: PropStreamLeak, Node: s.Node,
+			Detail: fmt.Sprintf("at t=%v: %d open client streams but %d connected sessions",
+				s.Time, s.OpenStreams, s.Sessions),
+		})
+	}
+	if want := s.LivePeers * s.ChannelsPerPeer; s.PeerConns != want {
+		out = append(out, Violation{
+			Property: PropStreamLeak, Node: s.Node,
+			Detail: fmt.Sprintf("at t=%v: %d open peer connections but %d live peers x %d channels = %d",
+				s.Time, s.PeerConns, s.LivePeers, s.ChannelsPerPeer, want),
+		})
+	}
+	return out
+}
+
+// judgeVanish looks, in the events after a vanish, for the first
+// session-closed of the same user on the same node. Keeping it to the first
+// one means a reconnect to the node before the close cannot hide a leak
+// behind a later, unrelated close. A bound <= 0 means the run set none:
+// then only the existence of the close is checked.
+func judgeVanish(ev Event, after []Event, bound time.Duration) (Violation, bool) {
+	v := Violation{Property: PropStreamLeak, User: ev.User, Node: ev.Node}
+	for _, c := range after {
+		if c.Kind != KindSessionClosed || c.User != ev.User || c.Node != ev.Node || c.Time < ev.Time {
+			continue
+		}
+		if bound <= 0 || c.Time-ev.Time <= bound {
+			return Violation{}, false
+		}
+		v.Detail = fmt.Sprintf("client vanished at t=%v; the node closed its stream at t=%v, %v later (bound %v)",
+			ev.Time, c.Time, c.Time-ev.Time, bound)
+		v.TraceLines = lines(ev.TraceLine, c.TraceLine)
+		return v, true
+	}
+	v.Detail = fmt.Sprintf("client vanished at t=%v; the node never closed its stream", ev.Time)
+	v.TraceLines = lines(ev.TraceLine)
+	return v, true
+}
+
+// CheckGoroutineLeaks turns goroutines left after teardown into one readable
+// violation listing them.
+func CheckGoroutineLeaks(h *History) []Violation {
+	left := h.Final.LeftoverGoroutines
+	if len(left) == 0 {
+		return nil
+	}
+	return []Violation{{
+		Property: PropGoroutineLeak,
+		Detail: fmt.Sprintf("%d goroutine(s) left after teardown: %s",
+			len(left), strings.Join(left, "; ")),
+	}}
+}

@@ -1,0 +1,90 @@
+package model
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func okSample(node string) Sample {
+	return Sample{Node: node, OpenStreams: 4, Sessions: 4, PeerConns: 4, LivePeers: 2, ChannelsPerPeer: 2}
+}
+
+func vanish(line int, at time.Duration, user, node string) Event {
+	return Event{Kind: KindDisconnect, Time: at, User: user, Node: node, Vanish: true, TraceLine: line}
+}
+
+func closed(line int, at time.Duration, user, node string) Event {
+	return Event{Kind: KindSessionClosed, Time: at, User: user, Node: node, TraceLine: line}
+}
+
+func TestCheckStreamLeaks(t *testing.T) {
+	s := time.Second
+	leaky := okSample("n2")
+	leaky.OpenStreams = 5
+	peers := okSample("n3")
+	peers.PeerConns = 5
+	tests := []struct {
+		name    string
+		samples []Sample
+		events  []Event
+		want    []Violation
+	}{
+		{"balanced samples, vanish closed within bound", []Sample{okSample("n1"), okSample("n2")}, []Event{
+			vanish(1, 10*s, "u1", "n1"), closed(2, 40*s, "u1", "n1"),
+		}, nil},
+		{"closed on the bound exactly", nil, []Event{vanish(1, 10*s, "u1", "n1"), closed(2, 40*s, "u1", "n1")}, nil},
+		{"graceful disconnects are not judged", nil, []Event{{Kind: KindDisconnect, User: "u1", Node: "n1", TraceLine: 1}}, nil},
+		{"stream leak sample", []Sample{okSample("n1"), leaky}, nil,
+			[]Violation{{Property: PropStreamLeak, Node: "n2"}}},
+		{"peer connections not live peers x channels", []Sample{peers}, nil,
+			[]Violation{{Property: PropStreamLeak, Node: "n3"}}},
+		{"vanish not closed within bound", nil, []Event{
+			vanish(3, 10*s, "u1", "n1"), closed(8, 41*s, "u1", "n1"),
+		}, []Violation{{Property: PropStreamLeak, User: "u1", Node: "n1", TraceLines: []int{3, 8}}}},
+		{"vanish never closed; a close elsewhere does not count", nil, []Event{
+			vanish(3, 10*s, "u1", "n1"), closed(4, 11*s, "u1", "n2"), closed(5, 12*s, "u2", "n1"),
+		}, []Violation{{Property: PropStreamLeak, User: "u1", Node: "n1", TraceLines: []int{3}}}},
+		{"a close before the vanish does not count", nil, []Event{
+			closed(2, 5*s, "u1", "n1"), vanish(3, 10*s, "u1", "n1"),
+		}, []Violation{{Property: PropStreamLeak, User: "u1", Node: "n1", TraceLines: []int{3}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &History{Samples: tt.samples, Events: tt.events, KeepAliveBound: 30 * s}
+			assertViolations(t, tt.want, CheckStreamLeaks(h))
+		})
+	}
+}
+
+func TestCheckStreamLeaksDetails(t *testing.T) {
+	leaky := okSample("n2")
+	leaky.Time, leaky.OpenStreams = 1500*time.Millisecond, 5
+	h := &History{
+		Samples:        []Sample{leaky},
+		Events:         []Event{vanish(3, 10*time.Second, "u1", "n1"), closed(8, 50*time.Second, "u1", "n1")},
+		KeepAliveBound: 30 * time.Second,
+	}
+	got := CheckStreamLeaks(h)
+	require.Len(t, got, 2)
+	assert.Equal(t, "no-stream-leaks: node n2: at t=1.5s: 5 open client streams but 4 connected sessions", got[0].String())
+	assert.Equal(t, "no-stream-leaks: user u1 node n1: client vanished at t=10s; the node closed its stream at t=50s, 40s later (bound 30s) (trace lines 3, 8)", got[1].String())
+}
+
+func TestCheckStreamLeaksNoBound(t *testing.T) {
+	h := &History{Events: []Event{vanish(1, time.Second, "u1", "n1"), closed(2, time.Hour, "u1", "n1")}}
+	assert.Empty(t, CheckStreamLeaks(h), "without a bound only the close itself is required")
+}
+
+func TestCheckGoroutineLeaks(t *testing.T) {
+	assert.Empty(t, CheckGoroutineLeaks(&History{}))
+	got := CheckGoroutineLeaks(&History{Final: Final{LeftoverGoroutines: []string{
+		"goroutine 12 [chan receive]: system.(*Session).pump", "goroutine 40 [select]: grpc.(*ClientConn).idle",
+	}}})
+	require.Len(t, got, 1)
+	assert.Equal(t, PropGoroutineLeak, got[0].Property)
+	assert.Equal(t, "no-goroutine-leaks: 2 goroutine(s) left after teardown: "+
+		"goroutine 12 [chan receive]: system.(*Session).pump; goroutine 40 [select]: grpc.(*ClientConn).idle", got[0].String())
+}

@@ -1,0 +1,237 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// chatServer is the client-facing service.
+type chatServer struct {
+	relaypb.UnimplementedChatServer
+	n *Node
+}
+
+func (c *chatServer) CreateRoom(ctx context.Context, req *relaypb.CreateRoomRequest) (*relaypb.CreateRoomResponse, error) {
+	if err := validName("room", req.GetRoom()); err != nil {
+		return nil, err
+	}
+	ctx = WithLabel(ctx, "create "+req.Room)
+	created, err := c.n.dir.CreateRoom(ctx, req.Room)
+	if err != nil {
+		return nil, dirStatus(err)
+	}
+	return &relaypb.CreateRoomResponse{Created: created}, nil
+}
+
+func (c *chatServer) Join(ctx context.Context, req *relaypb.JoinRequest) (*relaypb.JoinResponse, error) {
+	if err := validRoomUser(req.GetRoom(), req.GetUser()); err != nil {
+		return nil, err
+	}
+	ctx = WithLabel(ctx, "join "+req.Room+" "+req.User)
+	from, err := c.n.dir.Join(ctx, req.Room, req.User)
+	if err != nil {
+		return nil, dirStatus(err)
+	}
+	return &relaypb.JoinResponse{FromSeq: from}, nil
+}
+
+func (c *chatServer) Leave(ctx context.Context, req *relaypb.LeaveRequest) (*relaypb.LeaveResponse, error) {
+	if err := validRoomUser(req.GetRoom(), req.GetUser()); err != nil {
+		return nil, err
+	}
+	ctx = WithLabel(ctx, "leave "+req.Room+" "+req.User)
+	to, err := c.n.dir.Leave(ctx, req.Room, req.User)
+	if err != nil {
+		return nil, dirStatus(err)
+	}
+	return &relaypb.LeaveResponse{ToSeq: to}, nil
+}
+
+// Send sequences the message, submits its fan-out to the executor and acks
+// with the seq. Submission happens before the ack so that a saturated pool's
+// caller-runs policy slows the sender, as in the seeds; the tasks run under
+// the node's context, not the call's.
+func (c *chatServer) Send(ctx context.Context, req *relaypb.SendRequest) (*relaypb.SendResponse, error) {
+	n := c.n
+	if err := validRoomUser(req.GetRoom(), req.GetUser()); err != nil {
+		return nil, err
+	}
+	if err := validName("client_msg_id", req.GetClientMsgId()); err != nil {
+		return nil, err
+	}
+	if len(req.Payload) == 0 {
+		return nil, status.Error(codes.InvalidArgument, "empty payload")
+	}
+	if len(req.Payload) > n.cfg.MaxPayload {
+		return nil, status.Errorf(codes.InvalidArgument, "payload of %d bytes exceeds the limit of %d", len(req.Payload), n.cfg.MaxPayload)
+	}
+	ctx = WithLabel(ctx, "send "+req.Room+" "+req.ClientMsgId)
+	sq, err := n.dir.Append(ctx, req.Room, req.ClientMsgId, req.User, req.Payload)
+	if err != nil {
+		return nil, dirStatus(err)
+	}
+	msg := &relaypb.RelayedMessage{Room: req.Room, Seq: sq.Seq, MsgId: req.ClientMsgId, Sender: req.User, Payload: req.Payload, Origin: n.cfg.NodeID}
+	n.dispatch(msg, sq.Members, sq.Duplicate)
+	return &relaypb.SendResponse{Seq: sq.Seq, Duplicate: sq.Duplicate}, nil
+}
+
+// Connect registers the user's session, routes the user here, replays what
+// the client missed after its cursors and then streams live deliveries.
+func (c *chatServer) Connect(req *relaypb.ConnectRequest, stream relaypb.Chat_ConnectServer) error {
+	n := c.n
+	if err := validName("user", req.GetUser()); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	if n.stopped {
+		n.mu.Unlock()
+		return status.Error(codes.Unavailable, "node stopping")
+	}
+	n.gen++
+	s := newSession(n, req.User, n.gen, req.Cursors)
+	n.streams++
+	n.mu.Unlock()
+	defer n.streamEnded()
+
+	ctx := WithLabel(n.ctx, fmt.Sprintf("connect %s #%d", req.User, s.gen))
+	if err := n.openSession(ctx, s); err != nil {
+		return err
+	}
+	defer n.closeSession(ctx, s)
+	// Replay runs beside the pump so a long backlog streams out instead of
+	// overflowing the outbox; live deliveries wait on the session lock.
+	replayed := make(chan struct{})
+	go func() {
+		defer close(replayed)
+		if err := n.replay(ctx, s); err != nil {
+			s.close(err)
+		}
+	}()
+	err := n.pump(stream, s)
+	s.close(status.Error(codes.Canceled, "stream ended"))
+	<-replayed
+	return err
+}
+
+// pump writes the session's deliveries to the stream until either ends.
+func (n *Node) pump(stream relaypb.Chat_ConnectServer, s *session) error {
+	for {
+		select {
+		case d := <-s.out:
+			n.hooks.Gate(n.ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionSend, Key: fmt.Sprintf("%s #%d %s#%d", s.user, s.gen, d.Room, d.Seq)})
+			if err := stream.Send(d); err != nil {
+				return err
+			}
+		case <-s.done:
+			return sessionStatus(s.reason)
+		case <-stream.Context().Done():
+			return stream.Context().Err()
+		}
+	}
+}
+
+func sessionStatus(err error) error {
+	if _, ok := status.FromError(err); ok && err != nil {
+		return err
+	}
+	return status.Errorf(codes.Unavailable, "session ended: %v", err)
+}
+
+func (n *Node) streamEnded() {
+	n.mu.Lock()
+	n.streams--
+	n.mu.Unlock()
+}
+
+// openSession makes s the user's session here (replacing an older one) and
+// points the user's route at this node.
+func (n *Node) openSession(ctx context.Context, s *session) error {
+	n.hooks.Gate(ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionOpen, Key: fmt.Sprintf("%s #%d", s.user, s.gen)})
+	n.mu.Lock()
+	old := n.sessions[s.user]
+	n.sessions[s.user] = s
+	n.mu.Unlock()
+	if old != nil {
+		old.close(status.Error(codes.Aborted, "replaced by a newer connection"))
+	}
+	n.hooks.Observe(SessionEvent{Node: n.cfg.NodeID, User: s.user, Open: true})
+	if err := n.dir.SetRoute(ctx, s.user, n.cfg.NodeID, n.cfg.RouteTTL); err != nil {
+		return status.Errorf(codes.Unavailable, "route %s: %v", s.user, err)
+	}
+	return nil
+}
+
+// closeSession unregisters s and drops the user's route if it is still ours.
+func (n *Node) closeSession(ctx context.Context, s *session) {
+	s.close(status.Error(codes.Canceled, "stream ended"))
+	n.hooks.Gate(ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionClose, Key: fmt.Sprintf("%s #%d", s.user, s.gen)})
+	n.mu.Lock()
+	mine := n.sessions[s.user] == s
+	if mine {
+		delete(n.sessions, s.user)
+	}
+	n.mu.Unlock()
+	n.hooks.Observe(SessionEvent{Node: n.cfg.NodeID, User: s.user, Reason: fmt.Sprint(s.reason)})
+	if mine {
+		_ = n.dir.DropRoute(ctx, s.user, n.cfg.NodeID)
+	}
+}
+
+// replay delivers, room by room, what the user missed after its cursors.
+func (n *Node) replay(ctx context.Context, s *session) error {
+	rooms, err := n.dir.UserRooms(ctx, s.user)
+	if err != nil {
+		return status.Errorf(codes.Unavailable, "replay for %s: %v", s.user, err)
+	}
+	for _, r := range rooms {
+		if err := s.catchUp(ctx, r); err != nil {
+			return status.Errorf(codes.Unavailable, "replay %s for %s: %v", r, s.user, err)
+		}
+	}
+	return nil
+}
+
+// dirStatus maps directory errors to gRPC status codes.
+func dirStatus(err error) error {
+	switch {
+	case errors.Is(err, ErrUnknownRoom):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, ErrNotMember):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	}
+	return status.Errorf(codes.Unavailable, "directory: %v", err)
+}
+
+const maxNameLen = 128
+
+func validName(what, s string) error {
+	if s == "" {
+		return status.Errorf(codes.InvalidArgument, "%s is required", what)
+	}
+	if len(s) > maxNameLen {
+		return status.Errorf(codes.InvalidArgument, "%s longer than %d bytes", what, maxNameLen)
+	}
+	for _, r := range s {
+		if r <= ' ' || r == ':' || r == 0x7f {
+			return status.Errorf(codes.InvalidArgument, "%s %q contains a space, control character or ':'", what, s)
+		}
+	}
+	return nil
+}
+
+func validRoomUser(room, user string) error {
+	if err := validName("room", room); err != nil {
+		return err
+	}
+	return validName("user", user)
+}

@@ -1,0 +1,445 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// Directory is the relay's shared state in Redis: user routing, node
+// registry, room sequences, room logs, membership windows and send
+// idempotency keys. Sequencing and membership changes are Lua scripts, so a
+// message's seq and the membership it is delivered to are read atomically.
+type Directory struct {
+	rdb *redis.Client
+	// IdemTTL is how long a send's idempotency key is kept.
+	IdemTTL time.Duration
+}
+
+// Directory errors the node maps to gRPC status codes.
+var (
+	ErrUnknownRoom = errors.New("unknown room")
+	ErrNotMember   = errors.New("user is not a member of the room")
+)
+
+// Keys. A room's seq key doubles as its existence marker.
+func keySeq(room string) string     { return "room:" + room + ":seq" }
+func keyLog(room string) string     { return "room:" + room + ":log" }
+func keyMembers(room string) string { return "room:" + room + ":members" }
+func keyWindows(room string) string { return "room:" + room + ":win" }
+func keyIdem(room, id string) string {
+	return "idem:" + room + ":" + id
+}
+func keyUserRooms(user string) string { return "user:" + user + ":rooms" }
+func keyRoute(user string) string     { return "route:" + user }
+func keyNode(node string) string      { return "node:" + node }
+func keyEpoch(node string) string     { return "node:" + node + ":epoch" }
+
+// NewDirectory wraps a go-redis client.
+func NewDirectory(rdb *redis.Client) *Directory { return &Directory{rdb: rdb, IdemTTL: 24 * time.Hour} }
+
+// Client returns the underlying go-redis client.
+func (d *Directory) Client() *redis.Client { return d.rdb }
+
+// CreateRoom creates room; created is false when it already existed.
+func (d *Directory) CreateRoom(ctx context.Context, room string) (created bool, err error) {
+	created, err = d.rdb.SetNX(ctx, keySeq(room), 0, 0).Result()
+	if err != nil {
+		return false, fmt.Errorf("create room %s: %w", room, err)
+	}
+	return created, nil
+}
+
+// sendScript sequences a message: unless the idempotency key names an
+// earlier seq, it checks membership, increments the room seq, appends the
+// entry and records the key. It returns {seq, duplicate, members...}, or
+// {-1} for an unknown room and {-2} for a sender who is not a member.
+var sendScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+local res = {}
+local prev = redis.call('GET', KEYS[4])
+if prev then
+  res[1] = tonumber(prev); res[2] = 1
+else
+  if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 0 then return {-2} end
+  local seq = redis.call('INCR', KEYS[1])
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  redis.call('SET', KEYS[4], seq, 'EX', ARGV[3])
+  res[1] = seq; res[2] = 0
+end
+local members = redis.call('HKEYS', KEYS[3])
+for i = 1, #members do res[i + 2] = members[i] end
+return res
+`)
+
+// Sequenced is the outcome of Append.
+type Sequenced struct {
+	Seq       uint64
+	Duplicate bool
+	// Members is the room's membership at the moment the seq was assigned
+	// (for a duplicate: now), sorted.
+	Members []string
+}
+
+// Append sequences one message idempotently by (room, msgID).
+func (d *Directory) Append(ctx context.Context, room, msgID, sender string, payload []byte) (Sequenced, error) {
+	entry, err := proto.Marshal(&relaypb.LogEntry{MsgId: msgID, Sender: sender, Payload: payload})
+	if err != nil {
+		return Sequenced{}, fmt.Errorf("encode log entry: %w", err)
+	}
+	keys := []string{keySeq(room), keyLog(room), keyMembers(room), keyIdem(room, msgID)}
+	ttl := strconv.Itoa(int(d.idemTTL() / time.Second))
+	res, err := sendScript.Run(ctx, d.rdb, keys, entry, sender, ttl).Slice()
+	if err != nil {
+		return Sequenced{}, fmt.Errorf("append to room %s: %w", room, err)
+	}
+	switch code, _ := res[0].(int64); code {
+	case -1:
+		return Sequenced{}, ErrUnknownRoom
+	case -2:
+		return Sequenced{}, ErrNotMember
+	}
+	out := Sequenced{Seq: uint64(res[0].(int64)), Duplicate: res[1].(int64) == 1}
+	for _, m := range res[2:] {
+		out.Members = append(out.Members, m.(string))
+	}
+	sort.Strings(out.Members)
+	return out, nil
+}
+
+func (d *Directory) idemTTL() time.Duration {
+	if d.IdemTTL < time.Second {
+		return time.Second
+	}
+	return d.IdemTTL
+}
+
+// joinScript opens a membership window starting after the current seq, or
+// returns the open window's start when the user is already a member.
+var joinScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local from = redis.call('HGET', KEYS[2], ARGV[1])
+if from then return tonumber(from) end
+local s = tonumber(redis.call('GET', KEYS[1])) + 1
+redis.call('HSET', KEYS[2], ARGV[1], s)
+local w = redis.call('HGET', KEYS[3], ARGV[1])
+if w then w = w .. ',' else w = '' end
+redis.call('HSET', KEYS[3], ARGV[1], w .. s .. '-')
+redis.call('SADD', KEYS[4], ARGV[2])
+return s
+`)
+
+// Join makes user a member of room and returns the first seq of its window.
+func (d *Directory) Join(ctx context.Context, room, user string) (uint64, error) {
+	keys := []string{keySeq(room), keyMembers(room), keyWindows(room), keyUserRooms(user)}
+	n, err := joinScript.Run(ctx, d.rdb, keys, user, room).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("join %s to %s: %w", user, room, err)
+	}
+	if n == -1 {
+		return 0, ErrUnknownRoom
+	}
+	return uint64(n), nil
+}
+
+// leaveScript closes the user's open window at the current seq (dropping it
+// when it holds no message). For a user who already left it returns the end
+// of the last window, so a retried leave is harmless; -2: never a member.
+var leaveScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local w = redis.call('HGET', KEYS[3], ARGV[1])
+local from = redis.call('HGET', KEYS[2], ARGV[1])
+if not from then
+  if not w then return -2 end
+  local last = string.match(w, '(%d+)$')
+  if last then return tonumber(last) end
+  return 0
+end
+local cur = tonumber(redis.call('GET', KEYS[1]))
+redis.call('HDEL', KEYS[2], ARGV[1])
+local head = string.sub(w, 1, #w - #(from .. '-'))
+if cur >= tonumber(from) then
+  redis.call('HSET', KEYS[3], ARGV[1], head .. from .. '-' .. cur)
+elseif #head > 0 then
+  redis.call('HSET', KEYS[3], ARGV[1], string.sub(head, 1, #head - 1))
+else
+  redis.call('HDEL', KEYS[3], ARGV[1])
+end
+return cur
+`)
+
+// Leave ends user's membership of room and returns the last seq of the
+// window that ended.
+func (d *Directory) Leave(ctx context.Context, room, user string) (uint64, error) {
+	keys := []string{keySeq(room), keyMembers(room), keyWindows(room)}
+	n, err := leaveScript.Run(ctx, d.rdb, keys, user).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("leave %s from %s: %w", user, room, err)
+	}
+	switch n {
+	case -1:
+		return 0, ErrUnknownRoom
+	case -2:
+		return 0, ErrNotMember
+	}
+	return uint64(n), nil
+}
+
+// Window is a membership window, From..To inclusive; To == 0 is open.
+type Window struct{ From, To uint64 }
+
+// Contains reports whether seq is inside w.
+func (w Window) Contains(seq uint64) bool { return seq >= w.From && (w.To == 0 || seq <= w.To) }
+
+// ParseWindows decodes the stored form "1-3,7-".
+func ParseWindows(s string) ([]Window, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []Window
+	for _, part := range strings.Split(s, ",") {
+		from, to, ok := strings.Cut(part, "-")
+		if !ok {
+			return nil, fmt.Errorf("bad window %q", part)
+		}
+		f, err := strconv.ParseUint(from, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("bad window %q: %w", part, err)
+		}
+		w := Window{From: f}
+		if to != "" {
+			if w.To, err = strconv.ParseUint(to, 10, 64); err != nil {
+				return nil, fmt.Errorf("bad window %q: %w", part, err)
+			}
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// Windows returns user's membership windows in room.
+func (d *Directory) Windows(ctx context.Context, room, user string) ([]Window, error) {
+	s, err := d.rdb.HGet(ctx, keyWindows(room), user).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("windows of %s in %s: %w", user, room, err)
+	}
+	return ParseWindows(s)
+}
+
+// AllWindows returns every user's windows in room.
+func (d *Directory) AllWindows(ctx context.Context, room string) (map[string][]Window, error) {
+	m, err := d.rdb.HGetAll(ctx, keyWindows(room)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("windows of %s: %w", room, err)
+	}
+	out := make(map[string][]Window, len(m))
+	for u, s := range m {
+		if out[u], err = ParseWindows(s); err != nil {
+			return nil, fmt.Errorf("windows of %s in %s: %w", u, room, err)
+		}
+	}
+	return out, nil
+}
+
+// UserRooms returns the rooms user was ever a member of, sorted.
+func (d *Directory) UserRooms(ctx context.Context, user string) ([]string, error) {
+	rooms, err := d.rdb.SMembers(ctx, keyUserRooms(user)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("rooms of %s: %w", user, err)
+	}
+	sort.Strings(rooms)
+	return rooms, nil
+}
+
+// RoomSeq returns the room's last assigned seq (ErrUnknownRoom if none).
+func (d *Directory) RoomSeq(ctx context.Context, room string) (uint64, error) {
+	n, err := d.rdb.Get(ctx, keySeq(room)).Uint64()
+	if errors.Is(err, redis.Nil) {
+		return 0, ErrUnknownRoom
+	}
+	if err != nil {
+		return 0, fmt.Errorf("seq of %s: %w", room, err)
+	}
+	return n, nil
+}
+
+// Entry is one decoded room-log entry.
+type Entry struct {
+	Seq     uint64
+	MsgID   string
+	Sender  string
+	Payload []byte
+}
+
+// Log returns the entries from..to (inclusive) of room's log; to == 0 reads
+// to the end.
+func (d *Directory) Log(ctx context.Context, room string, from, to uint64) ([]Entry, error) {
+	if from < 1 {
+		from = 1
+	}
+	stop := int64(to) - 1
+	if to == 0 {
+		stop = -1
+	}
+	raw, err := d.rdb.LRange(ctx, keyLog(room), int64(from)-1, stop).Result()
+	if err != nil {
+		return nil, fmt.Errorf("log of %s [%d,%d]: %w", room, from, to, err)
+	}
+	out := make([]Entry, 0, len(raw))
+	for i, r := range raw {
+		var e relaypb.LogEntry
+		if err := proto.Unmarshal([]byte(r), &e); err != nil {
+			return nil, fmt.Errorf("log of %s seq %d: %w", room, from+uint64(i), err)
+		}
+		out = append(out, Entry{Seq: from + uint64(i), MsgID: e.MsgId, Sender: e.Sender, Payload: e.Payload})
+	}
+	return out, nil
+}
+
+// SetRoute points user's routing entry at node.
+func (d *Directory) SetRoute(ctx context.Context, user, node string, ttl time.Duration) error {
+	if err := d.rdb.Set(ctx, keyRoute(user), node, ttl).Err(); err != nil {
+		return fmt.Errorf("route %s to %s: %w", user, node, err)
+	}
+	return nil
+}
+
+// refreshRoutesScript re-arms each user's route when it is missing or still
+// names this node; a route another node took over is left alone.
+var refreshRoutesScript = redis.NewScript(`
+for i = 1, #KEYS do
+  local v = redis.call('GET', KEYS[i])
+  if (not v) or v == ARGV[1] then redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end
+end
+return #KEYS
+`)
+
+// RefreshRoutes re-arms the routes of users connected to node.
+func (d *Directory) RefreshRoutes(ctx context.Context, node string, users []string, ttl time.Duration) error {
+	if len(users) == 0 {
+		return nil
+	}
+	keys := make([]string, len(users))
+	for i, u := range users {
+		keys[i] = keyRoute(u)
+	}
+	if err := refreshRoutesScript.Run(ctx, d.rdb, keys, node, ttl.Milliseconds()).Err(); err != nil {
+		return fmt.Errorf("refresh %d routes of %s: %w", len(users), node, err)
+	}
+	return nil
+}
+
+var dropRouteScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// DropRoute deletes user's route if it still names node.
+func (d *Directory) DropRoute(ctx context.Context, user, node string) error {
+	if err := dropRouteScript.Run(ctx, d.rdb, []string{keyRoute(user)}, node).Err(); err != nil {
+		return fmt.Errorf("drop route of %s: %w", user, err)
+	}
+	return nil
+}
+
+// Route returns the node user is connected to ("" when unknown).
+func (d *Directory) Route(ctx context.Context, user string) (string, error) {
+	s, err := d.rdb.Get(ctx, keyRoute(user)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("route of %s: %w", user, err)
+	}
+	return s, nil
+}
+
+// Routes looks up many users' routes with one MGET.
+func (d *Directory) Routes(ctx context.Context, users []string) (map[string]string, error) {
+	if len(users) == 0 {
+		return map[string]string{}, nil
+	}
+	keys := make([]string, len(users))
+	for i, u := range users {
+		keys[i] = keyRoute(u)
+	}
+	vals, err := d.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return nil, fmt.Errorf("routes of %d users: %w", len(users), err)
+	}
+	out := make(map[string]string, len(users))
+	for i, v := range vals {
+		s, _ := v.(string)
+		out[users[i]] = s
+	}
+	return out, nil
+}
+
+// NodeInfo is a node registry entry.
+type NodeInfo struct {
+	ID    string
+	Addr  string
+	Epoch uint64
+}
+
+// Register gives node a new epoch and publishes its address.
+func (d *Directory) Register(ctx context.Context, node, addr string, ttl time.Duration) (uint64, error) {
+	epoch, err := d.rdb.Incr(ctx, keyEpoch(node)).Uint64()
+	if err != nil {
+		return 0, fmt.Errorf("register %s: %w", node, err)
+	}
+	return epoch, d.Heartbeat(ctx, NodeInfo{ID: node, Addr: addr, Epoch: epoch}, ttl)
+}
+
+// Heartbeat re-publishes node's registry entry with a fresh TTL.
+func (d *Directory) Heartbeat(ctx context.Context, n NodeInfo, ttl time.Duration) error {
+	_, err := d.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		p.HSet(ctx, keyNode(n.ID), "addr", n.Addr, "epoch", n.Epoch)
+		p.PExpire(ctx, keyNode(n.ID), ttl)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("heartbeat %s: %w", n.ID, err)
+	}
+	return nil
+}
+
+// Deregister removes node's registry entry if it still holds epoch.
+func (d *Directory) Deregister(ctx context.Context, n NodeInfo) error {
+	cur, err := d.LookupNode(ctx, n.ID)
+	if err != nil || cur.Epoch != n.Epoch {
+		return err
+	}
+	return d.rdb.Del(ctx, keyNode(n.ID)).Err()
+}
+
+// ErrUnknownNode: the registry has no live entry for a node.
+var ErrUnknownNode = errors.New("node not registered")
+
+// LookupNode reads node's registry entry.
+func (d *Directory) LookupNode(ctx context.Context, node string) (NodeInfo, error) {
+	m, err := d.rdb.HGetAll(ctx, keyNode(node)).Result()
+	if err != nil {
+		return NodeInfo{}, fmt.Errorf("look up %s: %w", node, err)
+	}
+	if m["addr"] == "" {
+		return NodeInfo{}, fmt.Errorf("look up %s: %w", node, ErrUnknownNode)
+	}
+	epoch, err := strconv.ParseUint(m["epoch"], 10, 64)
+	if err != nil {
+		return NodeInfo{}, fmt.Errorf("look up %s: bad epoch %q", node, m["epoch"])
+	}
+	return NodeInfo{ID: node, Addr: m["addr"], Epoch: epoch}, nil
+}

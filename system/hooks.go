@@ -1,0 +1,92 @@
+package system
+
+import "context"
+
+// Point names a boundary crossing of a node: an operation that is about to
+// happen. Key identifies the logical operation; it is unique among the
+// operations of one node that can be pending at the same time.
+type Point struct {
+	Node string
+	Kind string // one of the Point* constants
+	Key  string
+}
+
+// Kinds of Point.
+const (
+	PointTask         = "task"          // an executor task is about to run
+	PointSessionSend  = "session.send"  // a delivery is about to be written to a client stream
+	PointSessionOpen  = "session.open"  // a session is about to be registered
+	PointSessionClose = "session.close" // a session is about to be unregistered
+	PointRefresh      = "refresh"       // a periodic refresh of routes and registry
+)
+
+// Hooks lets the program embedding a node observe and pace it at its
+// boundaries. Production nodes use no hooks; the simulation parks operations
+// in Gate to choose their order, and records Observe events in its trace.
+type Hooks interface {
+	// Gate is called just before the operation at p; it may block.
+	Gate(ctx context.Context, p Point)
+	// Observe receives facts the node established (see the Event types).
+	Observe(e any)
+}
+
+// DispatchEvent is observed when a node fans a message out.
+type DispatchEvent struct {
+	Node  string
+	Room  string
+	Seq   uint64
+	Mode  Mode
+	Retry bool // fan-out of a retried (duplicate) send
+	// Members is the membership read atomically with the seq.
+	Members []string
+	// Local are the members with a session on this node.
+	Local []string
+	// Routes maps non-local members to their server as the bulk MGET read
+	// them ("" when unrouted). Empty in single mode, where each task reads its
+	// own route.
+	Routes map[string]string
+	Tasks  int
+}
+
+// SessionEvent is observed when a session opens or closes.
+type SessionEvent struct {
+	Node   string
+	User   string
+	Open   bool
+	Reason string // why it closed
+}
+
+// RelayEvent is observed when a relay call returns to its sender.
+type RelayEvent struct {
+	Node       string
+	Target     string
+	Room       string
+	Seq        uint64
+	Recipients int
+	Bulk       bool
+	Attempt    int
+	Err        error
+}
+
+type noHooks struct{}
+
+func (noHooks) Gate(context.Context, Point) {}
+func (noHooks) Observe(any)                 {}
+
+var _ Hooks = noHooks{}
+
+type labelKey struct{}
+
+// WithLabel names the logical operation a context belongs to. The node labels
+// every operation it starts ("send r1 c17", "deliver r1#5 u3", ...); hooks
+// and interceptors use the label to key Redis commands and RPCs, and the
+// label travels to peers in the x-op metadata.
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
+
+// Label returns the operation label of ctx, or "".
+func Label(ctx context.Context) string {
+	s, _ := ctx.Value(labelKey{}).(string)
+	return s
+}

@@ -1,0 +1,270 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/reflection"
+
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// Node is one relay server.
+type Node struct {
+	cfg   Config
+	deps  Deps
+	hooks Hooks
+	dir   *Directory
+	rdb   *redis.Client
+	exec  *Executor
+	grpc  *grpc.Server
+	peers *peers
+
+	// ctx is the node's lifetime: work that outlives a gRPC handler runs
+	// under it, and Stop/Kill cancel it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	epoch  uint64
+
+	mu       sync.Mutex // guards the fields below; never held across a block
+	sessions map[string]*session
+	streams  int
+	gen      uint64
+	dups     map[string]int
+	stopped  bool
+
+	wg sync.WaitGroup // serve and refresh goroutines
+}
+
+// New builds a node; Start makes it serve.
+func New(cfg Config, deps Deps) (*Node, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if deps.Listener == nil {
+		return nil, fmt.Errorf("node %s: no listener", cfg.NodeID)
+	}
+	if deps.Redis == nil {
+		return nil, fmt.Errorf("node %s: no redis options", cfg.NodeID)
+	}
+	n := &Node{cfg: cfg, deps: deps, hooks: deps.Hooks, sessions: map[string]*session{}, dups: map[string]int{}}
+	if n.hooks == nil {
+		n.hooks = noHooks{}
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.rdb = redis.NewClient(redisOptions(*deps.Redis, cfg.RedisPoolSize))
+	for _, h := range deps.RedisHooks {
+		n.rdb.AddHook(h)
+	}
+	n.dir = NewDirectory(n.rdb)
+	n.dir.IdemTTL = cfg.IdemTTL
+	ec := cfg.Executor
+	ec.BeforeTask = func(label string) {
+		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTask, Key: label})
+	}
+	n.exec = NewExecutor(ec)
+	n.peers = newPeers(n)
+	n.grpc = n.newServer()
+	return n, nil
+}
+
+// redisOptions applies what the node needs of go-redis on top of the
+// caller's options: an explicit, high pool size (an exhausted pool falls back
+// to shared timers) and no maintenance notifications (they resolve DNS).
+func redisOptions(o redis.Options, pool int) *redis.Options {
+	if o.PoolSize == 0 {
+		o.PoolSize = pool
+	}
+	if o.MaintNotificationsConfig == nil {
+		o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	}
+	return &o
+}
+
+func (n *Node) newServer() *grpc.Server {
+	opts := []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(n.authUnary),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time:    n.cfg.StreamKeepAlive,
+			Timeout: n.cfg.StreamKeepAliveTimeout,
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: time.Second, PermitWithoutStream: true}),
+	}
+	s := grpc.NewServer(append(opts, n.deps.ServerOptions...)...)
+	relaypb.RegisterChatServer(s, &chatServer{n: n})
+	relaypb.RegisterRelayServer(s, &relayServer{n: n})
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s, hs)
+	reflection.Register(s)
+	return s
+}
+
+// ID returns the node id.
+func (n *Node) ID() string { return n.cfg.NodeID }
+
+// Epoch returns the epoch the node registered with (0 before Start).
+func (n *Node) Epoch() uint64 { return n.epoch }
+
+// Mode returns the node's relay mode.
+func (n *Node) Mode() Mode { return n.cfg.Mode }
+
+// Directory returns the node's view of Redis.
+func (n *Node) Directory() *Directory { return n.dir }
+
+// Start registers the node with a new epoch and serves.
+func (n *Node) Start(ctx context.Context) error {
+	epoch, err := n.dir.Register(WithLabel(ctx, "register "+n.cfg.NodeID), n.cfg.NodeID, n.cfg.Advertise, n.cfg.RegistryTTL)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", n.cfg.NodeID, err)
+	}
+	n.epoch = epoch
+	n.wg.Add(2)
+	go func() {
+		defer n.wg.Done()
+		_ = n.grpc.Serve(n.deps.Listener) // returns when the server stops
+	}()
+	go func() {
+		defer n.wg.Done()
+		n.refreshLoop()
+	}()
+	return nil
+}
+
+// Stop shuts the node down gracefully: every client stream is closed, the
+// registry entry and the routes it owns are removed, in-flight tasks finish,
+// and every connection is closed.
+func (n *Node) Stop(ctx context.Context) {
+	if !n.markStopped() {
+		return
+	}
+	ctx = WithLabel(ctx, "stop "+n.cfg.NodeID)
+	for _, s := range n.sessionList() {
+		s.close(errNodeStopping)
+	}
+	_ = n.dir.Deregister(ctx, NodeInfo{ID: n.cfg.NodeID, Epoch: n.epoch})
+	n.grpc.GracefulStop()
+	n.exec.Shutdown()
+	n.finish()
+}
+
+// Kill stops the node abruptly, as a crash would: connections drop,
+// in-memory state is lost, nothing is deregistered.
+func (n *Node) Kill() {
+	if !n.markStopped() {
+		return
+	}
+	n.cancel()
+	for _, s := range n.sessionList() {
+		s.close(errNodeStopping)
+	}
+	n.grpc.Stop()
+	n.exec.Shutdown()
+	n.finish()
+}
+
+func (n *Node) markStopped() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.stopped {
+		return false
+	}
+	n.stopped = true
+	return true
+}
+
+func (n *Node) finish() {
+	n.cancel()
+	n.wg.Wait()
+	n.peers.closeAll()
+	_ = n.rdb.Close()
+}
+
+func (n *Node) sessionList() []*session {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	users := make([]string, 0, len(n.sessions))
+	for u := range n.sessions {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	out := make([]*session, len(users))
+	for i, u := range users {
+		out[i] = n.sessions[u]
+	}
+	return out
+}
+
+// localSession returns user's session on this node, or nil.
+func (n *Node) localSession(user string) *session {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.sessions[user]
+}
+
+// refreshLoop re-arms the routes of connected users and the node's registry
+// entry, every third of the shorter TTL.
+func (n *Node) refreshLoop() {
+	every := min(n.cfg.RouteTTL, n.cfg.RegistryTTL) / 3
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for tick := 1; ; tick++ {
+		select {
+		case <-n.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ctx := WithLabel(n.ctx, fmt.Sprintf("refresh %s #%d", n.cfg.NodeID, tick))
+		n.hooks.Gate(ctx, Point{Node: n.cfg.NodeID, Kind: PointRefresh, Key: fmt.Sprintf("#%d", tick)})
+		users := make([]string, 0)
+		for _, s := range n.sessionList() {
+			users = append(users, s.user)
+		}
+		_ = n.dir.RefreshRoutes(ctx, n.cfg.NodeID, users, n.cfg.RouteTTL)
+		_ = n.dir.Heartbeat(ctx, NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: n.epoch}, n.cfg.RegistryTTL)
+	}
+}
+
+// Metrics is a snapshot of a node's executor, streams and connections.
+type Metrics struct {
+	Executor        ExecutorStats
+	OpenStreams     int
+	Sessions        int
+	PeerConns       int
+	LivePeers       int
+	ChannelsPerPeer int
+	Epoch           uint64
+}
+
+// Metrics returns the node's current metrics.
+func (n *Node) Metrics() Metrics {
+	n.mu.Lock()
+	m := Metrics{OpenStreams: n.streams, Sessions: len(n.sessions), ChannelsPerPeer: n.cfg.ChannelsPerPeer, Epoch: n.epoch}
+	n.mu.Unlock()
+	m.Executor = n.exec.Stats()
+	m.LivePeers, m.PeerConns = n.peers.counts()
+	return m
+}
+
+var errNodeStopping = errors.New("node stopping")
+
+// dialer returns the function peers are dialled with.
+func (n *Node) dialer() func(context.Context, string) (net.Conn, error) {
+	if n.deps.Dial != nil {
+		return n.deps.Dial
+	}
+	var d net.Dialer
+	return func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+}

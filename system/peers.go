@@ -1,0 +1,132 @@
+package system
+
+import (
+	"context"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// peers holds client connections to other nodes keyed by (server, epoch):
+// a peer that restarted (new epoch) gets new connections and the old ones
+// are closed. Each peer has ChannelsPerPeer independent connections.
+type peers struct {
+	n  *Node
+	mu sync.Mutex // never held across a Redis call or a dial
+	m  map[string]*peer
+}
+
+type peer struct {
+	server string
+	epoch  uint64
+	conns  []*grpc.ClientConn
+}
+
+func newPeers(n *Node) *peers { return &peers{n: n, m: map[string]*peer{}} }
+
+// get returns the connections to server, reading the registry on a miss.
+func (ps *peers) get(ctx context.Context, server string) (*peer, error) {
+	ps.mu.Lock()
+	p := ps.m[server]
+	ps.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	info, err := ps.n.dir.LookupNode(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	return ps.install(info)
+}
+
+func (ps *peers) install(info NodeInfo) (*peer, error) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if p := ps.m[info.ID]; p != nil && p.epoch == info.Epoch {
+		return p, nil
+	}
+	p := &peer{server: info.ID, epoch: info.Epoch}
+	for range ps.n.cfg.ChannelsPerPeer {
+		cc, err := ps.n.dialPeer(info.Addr)
+		if err != nil {
+			p.close()
+			return nil, err
+		}
+		p.conns = append(p.conns, cc)
+	}
+	if old := ps.m[info.ID]; old != nil {
+		old.close()
+	}
+	ps.m[info.ID] = p
+	return p, nil
+}
+
+// forget drops server's connections so the next relay re-reads the registry.
+func (ps *peers) forget(server string) {
+	ps.mu.Lock()
+	p := ps.m[server]
+	delete(ps.m, server)
+	ps.mu.Unlock()
+	if p != nil {
+		p.close()
+	}
+}
+
+func (ps *peers) closeAll() {
+	ps.mu.Lock()
+	servers := make([]string, 0, len(ps.m))
+	for s := range ps.m {
+		servers = append(servers, s)
+	}
+	ps.mu.Unlock()
+	sort.Strings(servers)
+	for _, s := range servers {
+		ps.forget(s)
+	}
+}
+
+// counts returns the number of peers and of open connections to them.
+func (ps *peers) counts() (live, conns int) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	for _, p := range ps.m {
+		live++
+		conns += len(p.conns)
+	}
+	return live, conns
+}
+
+// conn picks one of the peer's channels from the message identity, so the
+// choice does not depend on the order in which tasks happen to run.
+func (p *peer) conn(room string, seq uint64, first string) *grpc.ClientConn {
+	if len(p.conns) == 1 {
+		return p.conns[0]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(room + "#" + strconv.FormatUint(seq, 10) + "#" + first))
+	return p.conns[int(h.Sum32()%uint32(len(p.conns)))]
+}
+
+func (p *peer) close() {
+	for _, cc := range p.conns {
+		_ = cc.Close()
+	}
+	p.conns = nil
+}
+
+func (n *Node) dialPeer(addr string) (*grpc.ClientConn, error) {
+	scheme := n.deps.TargetScheme
+	if scheme == "" {
+		scheme = "passthrough"
+	}
+	dial := n.dialer()
+	opts := []grpc.DialOption{
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(dial),
+	}
+	return grpc.NewClient(scheme+":///"+addr, append(opts, n.deps.DialOptions...)...)
+}

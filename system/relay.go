@@ -1,0 +1,169 @@
+package system
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// Metadata keys of node-to-node calls.
+const (
+	MDToken   = "x-relay-token"   // the cluster credential
+	MDOp      = "x-op"            // the sender's operation label
+	MDAttempt = "x-relay-attempt" // 1 for the first try
+)
+
+// authUnary rejects relay calls that lack the cluster credential.
+func (n *Node) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	if !strings.HasPrefix(info.FullMethod, "/"+relaypb.Relay_ServiceDesc.ServiceName+"/") {
+		return h(ctx, req)
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	tok := md.Get(MDToken)
+	if len(tok) != 1 || subtle.ConstantTimeCompare([]byte(tok[0]), []byte(n.cfg.ClusterToken)) != 1 {
+		return nil, status.Error(codes.Unauthenticated, "relay call without a valid cluster credential")
+	}
+	if op := md.Get(MDOp); len(op) == 1 {
+		ctx = WithLabel(ctx, "recv "+op[0])
+	}
+	return h(ctx, req)
+}
+
+// relayServer receives relays from other nodes and delivers them to local
+// sessions, in the order given. A recipient who is not local is not an
+// error: the user catches up from the room log.
+type relayServer struct {
+	relaypb.UnimplementedRelayServer
+	n *Node
+}
+
+func (r *relayServer) RelayMessage(ctx context.Context, req *relaypb.RelayMessageRequest) (*relaypb.RelayMessageResponse, error) {
+	if err := r.check(req.GetMessage(), req.GetTargetEpoch(), 1); err != nil {
+		return nil, err
+	}
+	if err := validName("recipient", req.GetRecipient()); err != nil {
+		return nil, err
+	}
+	return r.n.deliverLocal(ctx, req.Message, []string{req.Recipient}), nil
+}
+
+func (r *relayServer) RelayBulkMessage(ctx context.Context, req *relaypb.RelayBulkMessageRequest) (*relaypb.RelayMessageResponse, error) {
+	if err := r.check(req.GetMessage(), req.GetTargetEpoch(), len(req.GetRecipients())); err != nil {
+		return nil, err
+	}
+	for _, u := range req.Recipients {
+		if err := validName("recipient", u); err != nil {
+			return nil, err
+		}
+	}
+	return r.n.deliverLocal(ctx, req.Message, req.Recipients), nil
+}
+
+// check validates a relay before anything is delivered.
+func (r *relayServer) check(m *relaypb.RelayedMessage, epoch uint64, recipients int) error {
+	n := r.n
+	switch {
+	case m == nil:
+		return status.Error(codes.InvalidArgument, "relay without a message")
+	case m.Seq == 0:
+		return status.Error(codes.InvalidArgument, "relay without a seq")
+	case len(m.Payload) == 0:
+		return status.Error(codes.InvalidArgument, "empty payload")
+	case len(m.Payload) > n.cfg.MaxPayload:
+		return status.Errorf(codes.InvalidArgument, "payload of %d bytes exceeds the limit of %d", len(m.Payload), n.cfg.MaxPayload)
+	case recipients == 0:
+		return status.Error(codes.InvalidArgument, "relay without recipients")
+	case recipients > n.cfg.MaxRecipients:
+		return status.Errorf(codes.InvalidArgument, "%d recipients exceed the limit of %d", recipients, n.cfg.MaxRecipients)
+	case epoch != 0 && epoch != n.epoch:
+		return status.Errorf(codes.FailedPrecondition, "relay for %s epoch %d reached epoch %d", n.cfg.NodeID, epoch, n.epoch)
+	}
+	return validName("room", m.Room)
+}
+
+// deliverLocal hands m to each recipient's local session.
+func (n *Node) deliverLocal(ctx context.Context, m *relaypb.RelayedMessage, users []string) *relaypb.RelayMessageResponse {
+	resp := &relaypb.RelayMessageResponse{}
+	for _, u := range users {
+		s := n.localSession(u)
+		if s == nil {
+			resp.NotLocal++
+			continue
+		}
+		if err := s.deliver(ctx, delivery(m)); err != nil {
+			resp.NotLocal++
+			continue
+		}
+		resp.Delivered++
+	}
+	return resp
+}
+
+func delivery(m *relaypb.RelayedMessage) *relaypb.Delivery {
+	return &relaypb.Delivery{Room: m.Room, Seq: m.Seq, MsgId: m.MsgId, Sender: m.Sender, Payload: m.Payload}
+}
+
+// relay sends m to recipients on server, retrying transient failures. A
+// relay that finally fails is dropped: the recipients catch up from the log.
+func (n *Node) relay(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, bulk bool) {
+	for attempt := 1; attempt <= n.cfg.RelayAttempts; attempt++ {
+		err := n.relayOnce(ctx, server, recipients, m, bulk, attempt)
+		n.hooks.Observe(RelayEvent{Node: n.cfg.NodeID, Target: server, Room: m.Room, Seq: m.Seq, Recipients: len(recipients), Bulk: bulk, Attempt: attempt, Err: err})
+		if err == nil || !retryable(err) || ctx.Err() != nil {
+			return
+		}
+		if status.Code(err) == codes.FailedPrecondition || errors.Is(err, ErrUnknownNode) {
+			n.peers.forget(server)
+		}
+		select {
+		case <-time.After(time.Duration(attempt) * n.cfg.RelayBackoff):
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (n *Node) relayOnce(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, bulk bool, attempt int) error {
+	p, err := n.peers.get(ctx, server)
+	if err != nil {
+		return err
+	}
+	cc := p.conn(m.Room, m.Seq, recipients[0])
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.RelayTimeout)
+	defer cancel()
+	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, n.cfg.ClusterToken, MDOp, Label(ctx), MDAttempt, strconv.Itoa(attempt))
+	client := relaypb.NewRelayClient(cc)
+	if bulk {
+		_, err = client.RelayBulkMessage(ctx, &relaypb.RelayBulkMessageRequest{Message: m, Recipients: recipients, TargetEpoch: p.epoch})
+	} else {
+		_, err = client.RelayMessage(ctx, &relaypb.RelayMessageRequest{Message: m, Recipient: recipients[0], TargetEpoch: p.epoch})
+	}
+	if err != nil {
+		return fmt.Errorf("relay %s#%d to %s: %w", m.Room, m.Seq, server, err)
+	}
+	return nil
+}
+
+// retryable: transport trouble, a timeout, or a stale epoch (after which the
+// registry is read again).
+func retryable(err error) bool {
+	if errors.Is(err, ErrUnknownNode) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.FailedPrecondition, codes.ResourceExhausted, codes.Aborted:
+		return true
+	}
+	return false
+}
