@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Bubble runs f inside a testing/synctest bubble: virtual time, and every
+// goroutine f starts must end before Bubble returns. Under `go test` pass the
+// test's t; a plain binary (cmd/relaysim) passes nil and gets a bubble
+// through the testing package's own runner, since synctest offers bubbles
+// only to tests.
+func Bubble(t *testing.T, f func(t *testing.T)) error {
+	if t != nil {
+		synctest.Test(t, f)
+		if t.Failed() {
+			return errors.New("bubble failed")
+		}
+		return nil
+	}
+	return bubbleOutsideTest(f)
+}
+
+var bubbleMu sync.Mutex // the testing runner is process-global
+
+// bubbleOutsideTest runs f as the single test of an in-process testing.M.
+// The runner prints PASS/FAIL on stdout; that output is discarded so the
+// caller's output stays its own.
+func bubbleOutsideTest(f func(t *testing.T)) error {
+	bubbleMu.Lock()
+	defer bubbleMu.Unlock()
+	if !flag.Parsed() {
+		testing.Init()
+		_ = flag.CommandLine.Parse(nil)
+	}
+	var failed bool
+	tests := []testing.InternalTest{{Name: "Bubble", F: func(t *testing.T) {
+		synctest.Test(t, f)
+		failed = t.Failed()
+	}}}
+	stdout := os.Stdout
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err == nil {
+		os.Stdout = devnull
+		defer func() { os.Stdout = stdout; devnull.Close() }()
+	}
+	m := testing.MainStart(runnerDeps{}, tests, nil, nil, nil)
+	if code := m.Run(); code != 0 || failed {
+		return errors.New("simulation bubble failed (see the log above)")
+	}
+	return nil
+}
+
+// runnerDeps is the minimum testing.MainStart needs to run plain tests.
+type runnerDeps struct{}
+
+type corpusEntry = struct {
+	Parent     string
+	Path       string
+	Data       []byte
+	Values     []any
+	Generation int
+	IsSeed     bool
+}
+
+func (runnerDeps) ImportPath() string { return "relaysim" }
+func (runnerDeps) ModulePath() string { return "github.com/relaysim/relaysim" }
+func (runnerDeps) MatchString(pat, str string) (bool, error) {
+	return regexp.MatchString(pat, str)
+}
+func (runnerDeps) SetPanicOnExit0(bool)                        {}
+func (runnerDeps) StartCPUProfile(io.Writer) error             { return nil }
+func (runnerDeps) StopCPUProfile()                             {}
+func (runnerDeps) StartTestLog(io.Writer)                      {}
+func (runnerDeps) StopTestLog() error                          { return nil }
+func (runnerDeps) WriteProfileTo(string, io.Writer, int) error { return nil }
+func (runnerDeps) CoordinateFuzzing(time.Duration, int64, time.Duration, int64, int, []corpusEntry, []reflect.Type, string, string) error {
+	return errors.New("fuzzing is not supported here")
+}
+func (runnerDeps) RunFuzzWorker(func(corpusEntry) error) error { return errors.New("no fuzzing") }
+func (runnerDeps) ReadCorpus(string, []reflect.Type) ([]corpusEntry, error) {
+	return nil, nil
+}
+func (runnerDeps) CheckCorpus([]any, []reflect.Type) error { return nil }
+func (runnerDeps) ResetCoverage()                          {}
+func (runnerDeps) SnapshotCoverage()                       {}
+func (runnerDeps) InitRuntimeCoverage() (string, func(string, string) (string, error), func() float64) {
+	return "", nil, nil
+}

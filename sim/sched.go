@@ -1,0 +1,228 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"testing/synctest"
+	"time"
+)
+
+// Op is an operation parked at a gate, waiting for the scheduler.
+type Op struct {
+	// Key is "node|kind|logical-op-id": stable across runs, unique among the
+	// operations parked at the same time.
+	Key  string
+	Node string
+	Kind string
+	ID   string
+	// ReadyAt is the virtual time from which the op may be released (its
+	// latency, any fault delay, a node pause).
+	ReadyAt time.Duration
+	arrival uint64
+	delayed bool
+	release chan struct{}
+}
+
+// Scheduler is the driver side of "quiesce and pick". Gated goroutines call
+// Gate and block; only the driver (the bubble's root goroutine) calls Run*
+// and releases them one at a time.
+type Scheduler struct {
+	start    time.Time
+	lock     chan struct{} // 1-slot lock: gated goroutines may block on it
+	parked   map[string]*Op
+	wake     chan struct{}
+	pass     bool
+	strategy Strategy
+	latency  func(node, kind, id string) time.Duration
+	trace    *Trace
+	pausedTo map[string]time.Duration
+	// Collisions lists keys that were parked twice at once: a harness bug.
+	Collisions []string
+	// Steps counts released operations.
+	Steps   int
+	Delays  int
+	arrived uint64
+	// ByArrival and Ungated are negative controls for the determinism check:
+	// ops ordered by arrival instead of key, or gates switched off.
+	ByArrival bool
+	Ungated   bool
+	// OnRelease, if set, is called by the driver before an op is released.
+	OnRelease func(op *Op)
+	// Quiet suppresses the trace line per released op (ungated control).
+	Quiet bool
+}
+
+// NewScheduler returns a scheduler whose clock starts now (inside the bubble).
+func NewScheduler(s Strategy, trace *Trace, latency func(node, kind, id string) time.Duration) *Scheduler {
+	return &Scheduler{
+		start: time.Now(), lock: make(chan struct{}, 1), parked: map[string]*Op{},
+		wake: make(chan struct{}, 1), strategy: s, latency: latency, trace: trace,
+		pausedTo: map[string]time.Duration{},
+	}
+}
+
+// Now is the virtual time since the run started.
+func (s *Scheduler) Now() time.Duration { return time.Since(s.start) }
+
+// Gate parks the calling goroutine until the driver releases it. The op's
+// latency is applied before it can be picked.
+func (s *Scheduler) Gate(node, kind, id string) {
+	s.GateDelay(node, kind, id, 0)
+}
+
+// GateDelay is Gate with an extra delay (a fault).
+func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
+	if s.Ungated {
+		return
+	}
+	s.lock <- struct{}{}
+	if s.pass {
+		<-s.lock
+		return
+	}
+	key := node + "|" + kind + "|" + id
+	op := &Op{Key: key, Node: node, Kind: kind, ID: id, release: make(chan struct{})}
+	op.ReadyAt = s.Now() + extra
+	if s.latency != nil {
+		op.ReadyAt += s.latency(node, kind, id)
+	}
+	if _, dup := s.parked[key]; dup {
+		s.Collisions = append(s.Collisions, key)
+		op.Key = fmt.Sprintf("%s#collision%d", key, len(s.Collisions))
+	}
+	s.arrived++
+	op.arrival = s.arrived
+	s.parked[op.Key] = op
+	<-s.lock
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+	<-op.release
+}
+
+// Pause holds every op of node until virtual time until.
+func (s *Scheduler) Pause(node string, until time.Duration) {
+	s.lock <- struct{}{}
+	s.pausedTo[node] = until
+	<-s.lock
+}
+
+// RunUntil drives the bubble until virtual time t: it releases ready ops one
+// by one and lets time advance when none is ready.
+func (s *Scheduler) RunUntil(t time.Duration) {
+	for {
+		synctest.Wait()
+		select {
+		case <-s.wake:
+		default:
+		}
+		now := s.Now()
+		ready, next := s.ready(now)
+		if len(ready) > 0 {
+			s.step(ready, now)
+			continue
+		}
+		if now >= t {
+			return
+		}
+		wait := t - now
+		if next >= 0 && next-now < wait {
+			wait = next - now
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-s.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// RunFor drives the bubble for d of virtual time.
+func (s *Scheduler) RunFor(d time.Duration) { s.RunUntil(s.Now() + d) }
+
+// ready returns the ops that may run now, sorted by key (or arrival for the
+// negative control), and the earliest future ReadyAt (-1: none).
+func (s *Scheduler) ready(now time.Duration) ([]*Op, time.Duration) {
+	s.lock <- struct{}{}
+	defer func() { <-s.lock }()
+	next := time.Duration(-1)
+	var out []*Op
+	for _, op := range s.parked {
+		at := max(op.ReadyAt, s.pausedTo[op.Node])
+		if at <= now {
+			out = append(out, op)
+		} else if next < 0 || at < next {
+			next = at
+		}
+	}
+	if s.ByArrival {
+		sort.Slice(out, func(i, j int) bool { return out[i].arrival < out[j].arrival })
+	} else {
+		sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	}
+	return out, next
+}
+
+// step lets the strategy pick one ready op and either releases it or delays it.
+func (s *Scheduler) step(ready []*Op, now time.Duration) {
+	i, delay := s.strategy.Pick(ready, now)
+	op := ready[i]
+	if delay > 0 && !op.delayed {
+		s.lock <- struct{}{}
+		op.ReadyAt, op.delayed = now+delay, true
+		<-s.lock
+		s.Delays++
+		return
+	}
+	s.lock <- struct{}{}
+	delete(s.parked, op.Key)
+	<-s.lock
+	s.Steps++
+	if s.OnRelease != nil {
+		s.OnRelease(op)
+	}
+	if !s.Quiet {
+		s.trace.Event(now, op.Node, "%s %s", op.Kind, op.ID)
+	}
+	close(op.release)
+}
+
+// PassThrough releases everything parked and lets later gates pass
+// unblocked: teardown must not depend on the driver.
+func (s *Scheduler) PassThrough() {
+	s.lock <- struct{}{}
+	s.pass = true
+	ops := make([]*Op, 0, len(s.parked))
+	for _, op := range s.parked {
+		ops = append(ops, op)
+	}
+	s.parked = map[string]*Op{}
+	<-s.lock
+	for _, op := range ops {
+		close(op.release)
+	}
+}
+
+// Parked returns the number of ops waiting.
+func (s *Scheduler) Parked() int {
+	s.lock <- struct{}{}
+	defer func() { <-s.lock }()
+	return len(s.parked)
+}
+
+// ParkedKinds counts parked ops of node whose kind is one of kinds.
+func (s *Scheduler) ParkedKinds(node string, kinds ...string) int {
+	s.lock <- struct{}{}
+	defer func() { <-s.lock }()
+	n := 0
+	for _, op := range s.parked {
+		for _, k := range kinds {
+			if op.Node == node && op.Kind == k {
+				n++
+			}
+		}
+	}
+	return n
+}

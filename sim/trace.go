@@ -1,0 +1,81 @@
+package sim
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"strings"
+	"time"
+)
+
+// Trace is a run's event log: one line per event, in virtual time, in a
+// stable text format. Its hash identifies the run. Lines are only appended
+// by the goroutine the scheduler released, so their order is deterministic.
+type Trace struct {
+	header []string
+	lines  []string
+	keep   bool // keep every line (otherwise only a tail and the hash)
+	tail   int
+	h      hash.Hash
+	text   strings.Builder // the whole trace, when kept
+	n      int
+}
+
+// NewTrace returns a trace that keeps all lines when keep is set, else the
+// last tail lines.
+func NewTrace(keep bool, tail int) *Trace { return &Trace{keep: keep, tail: tail, h: sha256.New()} }
+
+// Header adds a header line (seed, mode, config); headers are hashed too.
+func (t *Trace) Header(format string, args ...any) {
+	line := "# " + fmt.Sprintf(format, args...)
+	t.header = append(t.header, line)
+	t.add(line)
+}
+
+// Event appends one event line at virtual time at and returns its number
+// (1-based, counting header lines).
+func (t *Trace) Event(at time.Duration, node, format string, args ...any) int {
+	line := fmt.Sprintf("t=%s %s %s", FormatTime(at), node, fmt.Sprintf(format, args...))
+	t.add(line)
+	return t.n
+}
+
+func (t *Trace) add(line string) {
+	t.n++
+	t.h.Write([]byte(line))
+	t.h.Write([]byte{'\n'})
+	if t.keep {
+		t.text.WriteString(line)
+		t.text.WriteByte('\n')
+	}
+	t.lines = append(t.lines, line)
+	if len(t.lines) > 2*t.tail && t.tail > 0 {
+		t.lines = append(t.lines[:0], t.lines[len(t.lines)-t.tail:]...)
+	}
+}
+
+// Len is the number of lines so far.
+func (t *Trace) Len() int { return t.n }
+
+// Hash returns the hex SHA-256 of every line so far (16 bytes shown).
+func (t *Trace) Hash() string {
+	return hex.EncodeToString(t.h.Sum(nil)[:16])
+}
+
+// Text returns the whole trace ("" unless kept).
+func (t *Trace) Text() string { return t.text.String() }
+
+// Tail returns the last n lines.
+func (t *Trace) Tail(n int) []string {
+	if n > len(t.lines) {
+		n = len(t.lines)
+	}
+	return append([]string(nil), t.lines[len(t.lines)-n:]...)
+}
+
+// FormatTime renders a virtual time as mm:ss.mmm.
+func FormatTime(d time.Duration) string {
+	ms := d.Milliseconds()
+	return fmt.Sprintf("%02d:%02d.%03d", ms/60000, (ms/1000)%60, ms%1000)
+}
