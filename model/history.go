@@ -95,8 +95,12 @@ type Sample struct {
 	Peak                  int
 	Completed, CallerRuns int64
 	// Streams and connections.
-	OpenStreams     int // server-side Connect streams currently open
-	Sessions        int // sessions registered as connected
+	OpenStreams int // server-side Connect streams currently open
+	Sessions    int // sessions registered as connected
+	// Transitions counts sessions caught between being opened or closed
+	// and being (un)registered at the sample; stream equality is only
+	// checked when it is zero.
+	Transitions     int
 	PeerConns       int // open client connections to other nodes
 	LivePeers       int // peers the node currently holds connections for
 	ChannelsPerPeer int

@@ -27,17 +27,22 @@ func CheckStreamLeaks(h *History) []Violation {
 
 func sampleStreams(s Sample) []Violation {
 	var out []Violation
-	if s.OpenStreams != s.Sessions {
+	// A session being opened or closed at the sample has its stream counted
+	// but not (yet, or any more) its session: equality holds only between
+	// transitions.
+	if s.Transitions == 0 && s.OpenStreams != s.Sessions {
 		out = append(out, Violation{
 			Property: PropStreamLeak, Node: s.Node,
 			Detail: fmt.Sprintf("at t=%v: %d open client streams but %d connected sessions",
 				s.Time, s.OpenStreams, s.Sessions),
 		})
 	}
-	if want := s.LivePeers * s.ChannelsPerPeer; s.PeerConns != want {
+	// Connections are dialled lazily and re-dialled after a peer restarts, so
+	// fewer is fine; more means connections outlived their peer entry.
+	if want := s.LivePeers * s.ChannelsPerPeer; s.PeerConns > want {
 		out = append(out, Violation{
 			Property: PropStreamLeak, Node: s.Node,
-			Detail: fmt.Sprintf("at t=%v: %d open peer connections but %d live peers x %d channels = %d",
+			Detail: fmt.Sprintf("at t=%v: %d open peer connections but only %d live peers x %d channels = %d allowed",
 				s.Time, s.PeerConns, s.LivePeers, s.ChannelsPerPeer, want),
 		})
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"io"
@@ -95,3 +96,5 @@ func (runnerDeps) SnapshotCoverage()                       {}
 func (runnerDeps) InitRuntimeCoverage() (string, func(string, string) (string, error), func() float64) {
 	return "", nil, nil
 }
+
+func contextBackground() context.Context { return context.Background() }

@@ -226,3 +226,46 @@ func (s *Scheduler) ParkedKinds(node string, kinds ...string) int {
 	}
 	return n
 }
+
+// Await drives the bubble until done is closed or limit of virtual time has
+// passed; it reports whether done was closed.
+func (s *Scheduler) Await(done <-chan struct{}, limit time.Duration) bool {
+	end := s.Now() + limit
+	for {
+		select {
+		case <-done:
+			return true
+		default:
+		}
+		synctest.Wait()
+		select {
+		case <-done:
+			return true
+		default:
+		}
+		select {
+		case <-s.wake:
+		default:
+		}
+		now := s.Now()
+		ready, next := s.ready(now)
+		if len(ready) > 0 {
+			s.step(ready, now)
+			continue
+		}
+		if now >= end {
+			return false
+		}
+		wait := end - now
+		if next >= 0 && next-now < wait {
+			wait = next - now
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-s.wake:
+		case <-done:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}

@@ -20,7 +20,12 @@ type Trace struct {
 	h      hash.Hash
 	text   strings.Builder // the whole trace, when kept
 	n      int
+	frozen bool
 }
+
+// Freeze ends the trace: teardown runs unscheduled, so nothing it does may
+// reach the trace.
+func (t *Trace) Freeze() { t.frozen = true }
 
 // NewTrace returns a trace that keeps all lines when keep is set, else the
 // last tail lines.
@@ -36,6 +41,9 @@ func (t *Trace) Header(format string, args ...any) {
 // Event appends one event line at virtual time at and returns its number
 // (1-based, counting header lines).
 func (t *Trace) Event(at time.Duration, node, format string, args ...any) int {
+	if t.frozen {
+		return 0
+	}
 	line := fmt.Sprintf("t=%s %s %s", FormatTime(at), node, fmt.Sprintf(format, args...))
 	t.add(line)
 	return t.n

@@ -100,10 +100,12 @@ func (c *chatServer) Connect(req *relaypb.ConnectRequest, stream relaypb.Chat_Co
 	defer n.streamEnded()
 
 	ctx := WithLabel(n.ctx, fmt.Sprintf("connect %s #%d", req.User, s.gen))
+	// Registered before the route is written: a failed open must unregister
+	// the session too.
+	defer n.closeSession(ctx, s)
 	if err := n.openSession(ctx, s); err != nil {
 		return err
 	}
-	defer n.closeSession(ctx, s)
 	// Replay runs beside the pump so a long backlog streams out instead of
 	// overflowing the outbox; live deliveries wait on the session lock.
 	replayed := make(chan struct{})
@@ -129,7 +131,7 @@ func (n *Node) pump(stream relaypb.Chat_ConnectServer, s *session) error {
 				return err
 			}
 		case <-s.done:
-			return sessionStatus(s.reason)
+			return sessionStatus(s.err())
 		case <-stream.Context().Done():
 			return stream.Context().Err()
 		}
@@ -154,6 +156,12 @@ func (n *Node) streamEnded() {
 func (n *Node) openSession(ctx context.Context, s *session) error {
 	n.hooks.Gate(ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionOpen, Key: fmt.Sprintf("%s #%d", s.user, s.gen)})
 	n.mu.Lock()
+	if n.stopped {
+		// Stop closes the sessions it finds; one registered after that
+		// would keep GracefulStop waiting.
+		n.mu.Unlock()
+		return status.Error(codes.Unavailable, "node stopping")
+	}
 	old := n.sessions[s.user]
 	n.sessions[s.user] = s
 	n.mu.Unlock()
@@ -177,7 +185,7 @@ func (n *Node) closeSession(ctx context.Context, s *session) {
 		delete(n.sessions, s.user)
 	}
 	n.mu.Unlock()
-	n.hooks.Observe(SessionEvent{Node: n.cfg.NodeID, User: s.user, Reason: fmt.Sprint(s.reason)})
+	n.hooks.Observe(SessionEvent{Node: n.cfg.NodeID, User: s.user, Reason: fmt.Sprint(s.err())})
 	if mine {
 		_ = n.dir.DropRoute(ctx, s.user, n.cfg.NodeID)
 	}

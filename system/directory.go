@@ -76,8 +76,15 @@ else
   redis.call('SET', KEYS[4], seq, 'EX', ARGV[3])
   res[1] = seq; res[2] = 0
 end
-local members = redis.call('HKEYS', KEYS[3])
-for i = 1, #members do res[i + 2] = members[i] end
+-- A retry fans out again, but only to members whose current window
+-- already held the seq: someone who joined after it must not receive it.
+local members = redis.call('HGETALL', KEYS[3])
+local n = 2
+for i = 1, #members, 2 do
+  if res[2] == 0 or tonumber(members[i + 1]) <= res[1] then
+    n = n + 1; res[n] = members[i]
+  end
+end
 return res
 `)
 
@@ -86,7 +93,8 @@ type Sequenced struct {
 	Seq       uint64
 	Duplicate bool
 	// Members is the room's membership at the moment the seq was assigned
-	// (for a duplicate: now), sorted.
+	// (for a duplicate: the current members whose window holds the seq),
+	// sorted.
 	Members []string
 }
 

@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -14,6 +15,10 @@ import (
 // messages in seq order, each once: a duplicate is dropped, a gap is filled
 // from the room log first. Its state is guarded by a 1-slot channel, not a
 // mutex, because filling a gap reads Redis while holding it.
+//
+// Closing does not take that lock: replay holds it while it waits for the
+// client to make room in the outbox, and a stopping node or a newer session
+// must be able to end the session meanwhile.
 type session struct {
 	node *Node
 	user string
@@ -23,9 +28,9 @@ type session struct {
 	last map[string]uint64
 	out  chan *relaypb.Delivery
 	done chan struct{}
-	// closed and reason are written once, under lock.
-	closed bool
-	reason error
+
+	closeMu sync.Mutex // guards reason; only held to set or read it
+	reason  error      // why the session ended; set once, when done closes
 }
 
 func newSession(n *Node, user string, gen uint64, cursors []*relaypb.Cursor) *session {
@@ -65,25 +70,47 @@ func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
 		return err
 	}
 	defer s.release()
-	if s.closed {
+	if s.isClosed() {
 		return errSessionClosed
 	}
-	last := s.last[d.Room]
+	last, known := s.last[d.Room]
 	if d.Seq <= last {
 		return nil // duplicate (a retried relay, or already replayed)
 	}
-	if d.Seq > last+1 {
-		if err := s.fillLocked(ctx, d.Room, d.Seq-1); err != nil {
-			return err
-		}
-		if d.Seq <= s.last[d.Room] {
-			return nil
-		}
+	if known && d.Seq == last+1 {
+		// The next seq of a room the session knows: fan-out reads the
+		// membership atomically with the seq, so it lies inside a window.
+		return s.pushLocked(d)
+	}
+	// A gap, or the first message of a room this session has not seen:
+	// fill from the log, and deliver d only if it is inside a window (a
+	// stale relay or a late joiner must not receive it).
+	wins, err := s.fillLocked(ctx, d.Room, d.Seq-1, false)
+	if err != nil {
+		return err
+	}
+	if d.Seq <= s.last[d.Room] {
+		return nil
+	}
+	if !inWindows(wins, d.Seq) {
+		s.last[d.Room] = d.Seq
+		return nil
 	}
 	return s.pushLocked(d)
 }
 
-// catchUp replays everything of room up to its current seq (after connect).
+func inWindows(wins []Window, seq uint64) bool {
+	for _, w := range wins {
+		if w.Contains(seq) {
+			return true
+		}
+	}
+	return false
+}
+
+// catchUp replays everything of room up to its current seq (after connect),
+// at the client's pace: a backlog longer than the outbox waits for the
+// stream rather than ending the session.
 func (s *session) catchUp(ctx context.Context, room string) error {
 	seq, err := s.node.dir.RoomSeq(ctx, room)
 	if err != nil {
@@ -93,16 +120,19 @@ func (s *session) catchUp(ctx context.Context, room string) error {
 		return err
 	}
 	defer s.release()
-	return s.fillLocked(ctx, room, seq)
+	_, err = s.fillLocked(ctx, room, seq, true)
+	return err
 }
 
 // fillLocked delivers the room-log entries after last and up to upto that lie
-// inside the user's membership windows.
-func (s *session) fillLocked(ctx context.Context, room string, upto uint64) error {
+// inside the user's membership windows, and returns the windows it read. With
+// wait it waits for room in the outbox; otherwise a full outbox ends the
+// session (see pushLocked).
+func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait bool) ([]Window, error) {
 	last := s.last[room]
 	wins, err := s.node.dir.Windows(ctx, room, s.user)
 	if err != nil {
-		return fmt.Errorf("fill %s for %s: %w", room, s.user, err)
+		return nil, fmt.Errorf("fill %s for %s: %w", room, s.user, err)
 	}
 	for _, w := range wins {
 		from, to := max(w.From, last+1), upto
@@ -114,12 +144,16 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64) erro
 		}
 		entries, err := s.node.dir.Log(ctx, room, from, to)
 		if err != nil {
-			return fmt.Errorf("fill %s for %s: %w", room, s.user, err)
+			return nil, fmt.Errorf("fill %s for %s: %w", room, s.user, err)
 		}
 		for _, e := range entries {
 			d := &relaypb.Delivery{Room: room, Seq: e.Seq, MsgId: e.MsgID, Sender: e.Sender, Payload: e.Payload, FromLog: true}
-			if err := s.pushLocked(d); err != nil {
-				return err
+			push := s.pushLocked
+			if wait {
+				push = func(d *relaypb.Delivery) error { return s.pushWaitLocked(ctx, d) }
+			}
+			if err := push(d); err != nil {
+				return nil, err
 			}
 		}
 	}
@@ -127,7 +161,7 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64) erro
 	if s.last[room] < upto {
 		s.last[room] = upto
 	}
-	return nil
+	return wins, nil
 }
 
 // pushLocked queues d for the client. A client whose outbox is full is a slow
@@ -138,26 +172,53 @@ func (s *session) pushLocked(d *relaypb.Delivery) error {
 		s.last[d.Room] = d.Seq
 		return nil
 	default:
-		s.closeLocked(status.Errorf(codes.ResourceExhausted, "client %s too slow: %d deliveries pending", s.user, len(s.out)))
-		return s.reason
+		s.close(status.Errorf(codes.ResourceExhausted, "client %s too slow: %d deliveries pending", s.user, len(s.out)))
+		return s.err()
 	}
 }
 
-// closeLocked ends the session; the stream handler notices done and returns.
-func (s *session) closeLocked(reason error) {
-	if s.closed {
+// pushWaitLocked queues d, waiting while the outbox is full, until the
+// session ends.
+func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery) error {
+	select {
+	case s.out <- d:
+		s.last[d.Room] = d.Seq
+		return nil
+	case <-s.done:
+		return s.err()
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// close ends the session (client gone, node shutdown, replaced session, slow
+// client); the stream handler notices done and returns. Only the first
+// reason is kept.
+func (s *session) close(reason error) {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.reason != nil {
 		return
 	}
-	s.closed, s.reason = true, reason
+	if reason == nil {
+		reason = errSessionClosed
+	}
+	s.reason = reason
 	close(s.done)
 }
 
-// close ends the session from outside (node shutdown, replaced session).
-func (s *session) close(reason error) {
+func (s *session) isClosed() bool {
 	select {
-	case s.lock <- struct{}{}:
-		s.closeLocked(reason)
-		s.release()
 	case <-s.done:
+		return true
+	default:
+		return false
 	}
+}
+
+// err is why the session ended, or nil while it is open.
+func (s *session) err() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.reason
 }

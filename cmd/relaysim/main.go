@@ -1,0 +1,55 @@
+// Command relaysim runs relaysim simulations: one seed (run, replay), many
+// seeds (sweep).
+//
+//	relaysim run -seed 0x2a -mode bulk [-scheduler random|pct|exhaustive] [-trace FILE] [-nodes N -users U -rooms R -duration D ...]
+//	relaysim replay -seed 0x2a -mode bulk     (same as run; prints the same trace hash)
+//	relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n]
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes.
+const (
+	exitOK    = 0
+	exitFail  = 1
+	exitUsage = 2
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "run", "replay":
+		return cmdRun(args[0], args[1:], stdout, stderr)
+	case "sweep":
+		return cmdSweep(args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "relaysim: unknown command %q\n", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: relaysim <command> [flags]
+
+commands:
+  run     run one seed on the embedded default cluster (in-process, no servers)
+  replay  run one seed again (same flags as run; prints the same trace hash)
+  sweep   run many seeds and list the failing ones
+
+Run 'relaysim <command> -h' for the flags of a command.
+`)
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/system"
+)
+
+// runFlags are the flags shared by run, replay and sweep.
+type runFlags struct {
+	fs        *flag.FlagSet
+	seed      string
+	mode      string
+	scheduler string
+	trace     string
+	cfg       sim.Config
+	faults    bool
+}
+
+func newRunFlags(name string, stderr io.Writer) *runFlags {
+	f := &runFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), cfg: sim.DefaultConfig()}
+	fs := f.fs
+	fs.SetOutput(stderr)
+	c := &f.cfg
+	fs.StringVar(&f.seed, "seed", "0x2a", "root seed, hex (0x2a) or decimal")
+	fs.StringVar(&f.mode, "mode", "bulk", "relay mode: single or bulk")
+	fs.StringVar(&f.scheduler, "scheduler", "random", "scheduler: random, pct or exhaustive")
+	fs.StringVar(&f.trace, "trace", "", "write the whole trace to this file")
+	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "relay nodes")
+	fs.IntVar(&c.Users, "users", c.Users, "users")
+	fs.IntVar(&c.Rooms, "rooms", c.Rooms, "rooms")
+	fs.IntVar(&c.RoomsPerUser, "rooms-per-user", c.RoomsPerUser, "rooms each user joins at the start")
+	fs.DurationVar(&c.Duration, "duration", c.Duration, "fault phase (workload) length, virtual")
+	fs.DurationVar(&c.Drain, "drain", c.Drain, "liveness drain length, virtual")
+	fs.Float64Var(&c.Rate, "rate", c.Rate, "sends per second (virtual)")
+	fs.Float64Var(&c.Churn, "churn", c.Churn, "membership/connection changes per second")
+	fs.DurationVar(&c.Tick, "tick", c.Tick, "action time quantum (coarser = denser)")
+	fs.IntVar(&c.Executor.Core, "core", c.Executor.Core, "executor core pool size")
+	fs.IntVar(&c.Executor.Max, "max", c.Executor.Max, "executor max pool size")
+	fs.IntVar(&c.Executor.Queue, "queue", c.Executor.Queue, "executor queue capacity")
+	fs.IntVar(&c.PCTDepth, "pct-depth", c.PCTDepth, "priority changes of the pct scheduler")
+	fs.BoolVar(&f.faults, "faults", true, "inject faults (swarm: each seed draws its own mix)")
+	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
+	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
+	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
+	return f
+}
+
+// parse reads args into a validated config.
+func (f *runFlags) parse(args []string) error {
+	if err := f.fs.Parse(args); err != nil {
+		return err
+	}
+	if f.fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", f.fs.Arg(0))
+	}
+	seed, err := sim.ParseSeed(f.seed)
+	if err != nil {
+		return err
+	}
+	f.cfg.Seed = seed
+	f.cfg.Mode = system.Mode(f.mode)
+	f.cfg.Scheduler = f.scheduler
+	if !f.faults {
+		f.cfg.Bounds = sim.NoFaults()
+	}
+	f.cfg.KeepTrace = f.trace != ""
+	return f.cfg.Validate()
+}
+
+func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
+	f := newRunFlags(name, stderr)
+	if err := f.parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk [flags]; -h lists the flags\n", name)
+		return exitUsage
+	}
+	res := sim.Run(nil, f.cfg)
+	if f.trace != "" && res.Trace != nil {
+		if err := os.WriteFile(f.trace, []byte(res.Trace.Text()), 0o644); err != nil {
+			fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
+		}
+	}
+	summary(stdout, res)
+	if res.Failed() {
+		fmt.Fprint(stdout, Banner(res, replayCommand(f)))
+	}
+	fmt.Fprintf(stdout, "trace-hash: %s\n", res.TraceHash)
+	if res.Failed() {
+		return exitFail
+	}
+	return exitOK
+}
+
+func summary(w io.Writer, r *sim.Result) {
+	c := r.Config
+	fmt.Fprintf(w, "relaysim run seed=%s mode=%s scheduler=%s nodes=%d users=%d rooms=%d\n", c.Seed, c.Mode, c.Scheduler, c.Nodes, c.Users, c.Rooms)
+	fmt.Fprintf(w, "faults:      %s (%d injected)\n", r.Mix, r.Stats.FaultsInjected)
+	fmt.Fprintf(w, "messages:    %d sent, %d acked; %d deliveries; %d relays (%d failed)\n", r.Stats.Sends, r.Stats.SendsOK, r.Stats.Deliveries, r.Stats.Relays, r.Stats.RelayErrors)
+	speed := 0.0
+	if r.Wall > 0 {
+		speed = r.Virtual.Seconds() / r.Wall.Seconds()
+	}
+	fmt.Fprintf(w, "time:        %s virtual, %s wall, %.0fx real time, %d scheduled ops (%.0f/s)\n",
+		r.Virtual.Round(time.Millisecond), r.Wall.Round(time.Millisecond), speed, r.Steps, float64(r.Steps)/r.Wall.Seconds())
+	peaks := make([]string, len(r.Peaks))
+	for i, p := range r.Peaks {
+		peaks[i] = fmt.Sprintf("n%d=%d", i+1, p)
+	}
+	fmt.Fprintf(w, "peak pool:   %s (max %d)\n", strings.Join(peaks, " "), c.Executor.Max)
+	switch {
+	case r.Err != nil:
+		fmt.Fprintf(w, "result:      ERROR %v\n", r.Err)
+	case r.BubbleErr != nil:
+		fmt.Fprintf(w, "result:      FAIL %v\n", r.BubbleErr)
+	case len(r.Violations) > 0:
+		fmt.Fprintf(w, "result:      FAIL %d violations\n", len(r.Violations))
+	default:
+		fmt.Fprintf(w, "result:      ok, all properties hold\n")
+	}
+}
+
+// replayCommand is the one command that replays this run.
+func replayCommand(f *runFlags) string {
+	var parts []string
+	f.fs.Visit(func(fl *flag.Flag) {
+		if fl.Name != "seed" && fl.Name != "mode" && fl.Name != "trace" {
+			parts = append(parts, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
+		}
+	})
+	cmd := fmt.Sprintf("go run ./cmd/relaysim replay -seed %s -mode %s", f.cfg.Seed, f.cfg.Mode)
+	if len(parts) > 0 {
+		cmd += " " + strings.Join(parts, " ")
+	}
+	return cmd + " -trace trace.txt"
+}

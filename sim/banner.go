@@ -1,0 +1,44 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Banner renders a failed run for a human: seed, mode, scheduler, fault
+// mix, cost model, the violated properties with evidence, the last trace
+// lines and the one command that replays it.
+func Banner(r *Result, replay, commit string) string {
+	var b strings.Builder
+	c := r.Config
+	line := strings.Repeat("=", 78)
+	fmt.Fprintln(&b, line)
+	fmt.Fprintf(&b, "relaysim FAILED  seed=%s mode=%s scheduler=%s\n", c.Seed, c.Mode, c.Scheduler)
+	fmt.Fprintf(&b, "faults: %s\n", r.Mix)
+	fmt.Fprintf(&b, "cost:   %s\n", r.Cost)
+	if r.Err != nil {
+		fmt.Fprintf(&b, "error:  %v\n", r.Err)
+	}
+	if r.BubbleErr != nil {
+		fmt.Fprintf(&b, "bubble: %v\n", r.BubbleErr)
+	}
+	const most = 10
+	for i, v := range r.Violations {
+		if i == most {
+			fmt.Fprintf(&b, "... and %d more violations\n", len(r.Violations)-most)
+			break
+		}
+		fmt.Fprintf(&b, "violated: %s\n", v)
+	}
+	if r.Trace != nil {
+		fmt.Fprintln(&b, "last trace lines:")
+		for _, l := range r.Trace.Tail(30) {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
+	fmt.Fprintf(&b, "trace-hash %s\n", r.TraceHash)
+	fmt.Fprintf(&b, "replay:  %s\n", replay)
+	fmt.Fprintf(&b, "note:    a seed belongs to its commit (%s); on another commit it may run differently.\n", commit)
+	fmt.Fprintln(&b, line)
+	return b.String()
+}

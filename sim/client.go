@@ -1,0 +1,464 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/system"
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// ActionKind names a client action.
+type ActionKind string
+
+// Client actions.
+const (
+	ActCreate     ActionKind = "create"     // create Room
+	ActJoin       ActionKind = "join"       // join Room
+	ActLeave      ActionKind = "leave"      // leave Room
+	ActConnect    ActionKind = "connect"    // open the delivery stream on Node (closing any other)
+	ActDisconnect ActionKind = "disconnect" // close the stream cleanly
+	ActVanish     ActionKind = "vanish"     // stop reading without closing the stream
+	ActSend       ActionKind = "send"       // send MsgID to Room
+	ActSlow       ActionKind = "slow"       // read deliveries slowly for For
+)
+
+// Action is one thing a simulated user does at virtual time At.
+type Action struct {
+	At    time.Duration
+	User  string
+	Kind  ActionKind
+	Room  string
+	Node  int
+	MsgID string
+	For   time.Duration
+}
+
+func (a Action) String() string {
+	s := fmt.Sprintf("%s %s", a.User, a.Kind)
+	switch a.Kind {
+	case ActCreate, ActJoin, ActLeave:
+		s += " " + a.Room
+	case ActConnect:
+		s += fmt.Sprintf(" n%d", a.Node+1)
+	case ActSend:
+		s += " " + a.Room + " " + a.MsgID
+	case ActSlow:
+		s += " " + a.For.String()
+	}
+	return s
+}
+
+// Client is one simulated user: an actor goroutine that performs its
+// actions in order, and a receiver goroutine per open stream.
+type Client struct {
+	c    *Cluster
+	user string
+	ctx  context.Context
+	stop context.CancelFunc
+	wake chan struct{}
+	done chan struct{}
+
+	mu        sync.Mutex // guards the fields below; never held across a block
+	inbox     []Action
+	n         int // actions started
+	stream    *clientStream
+	zombies   []*clientStream // vanished streams, closed at teardown
+	unary     map[int]*grpc.ClientConn
+	cursors   map[string]uint64
+	slowUntil time.Duration
+	gen       int
+}
+
+type clientStream struct {
+	gen      int
+	node     int
+	cc       *grpc.ClientConn
+	cancel   context.CancelFunc
+	recvDone chan struct{}
+	closing  bool
+	vanished bool
+	tag      string
+}
+
+// Do queues an action for its user (creating the user's client).
+func (c *Cluster) Do(a Action) {
+	cl := c.users[a.User]
+	if cl == nil {
+		cl = c.newClient(a.User)
+	}
+	cl.mu.Lock()
+	cl.inbox = append(cl.inbox, a)
+	cl.mu.Unlock()
+	select {
+	case cl.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Cluster) newClient(user string) *Client {
+	ctx, cancel := context.WithCancel(context.Background())
+	cl := &Client{c: c, user: user, ctx: ctx, stop: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		unary: map[int]*grpc.ClientConn{}, cursors: map[string]uint64{}}
+	c.users[user] = cl
+	go cl.run()
+	return cl
+}
+
+func (cl *Client) run() {
+	defer close(cl.done)
+	for {
+		a, ok := cl.next()
+		if !ok {
+			return
+		}
+		if d := a.At - cl.c.Now(); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-cl.ctx.Done():
+				t.Stop()
+				return
+			}
+		}
+		cl.mu.Lock()
+		cl.n++
+		id := fmt.Sprintf("a%d %s", cl.n, a.String()[len(cl.user)+1:])
+		cl.mu.Unlock()
+		cl.c.Sched.Gate(cl.user, KindClient, id)
+		cl.do(a, cl.n)
+	}
+}
+
+// next waits for the next queued action; false once the client is stopped.
+func (cl *Client) next() (Action, bool) {
+	for {
+		cl.mu.Lock()
+		if len(cl.inbox) > 0 {
+			a := cl.inbox[0]
+			cl.inbox = cl.inbox[1:]
+			cl.mu.Unlock()
+			return a, true
+		}
+		cl.mu.Unlock()
+		select {
+		case <-cl.wake:
+		case <-cl.ctx.Done():
+			return Action{}, false
+		}
+	}
+}
+
+// Idle reports whether the client has nothing queued.
+func (cl *Client) Idle() bool {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return len(cl.inbox) == 0
+}
+
+func (cl *Client) do(a Action, n int) {
+	switch a.Kind {
+	case ActCreate:
+		cl.call(a, n, func(ctx context.Context, ch relaypb.ChatClient) (uint64, error) {
+			_, err := ch.CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: a.Room})
+			return 0, err
+		})
+	case ActJoin:
+		cl.call(a, n, func(ctx context.Context, ch relaypb.ChatClient) (uint64, error) {
+			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: cl.user})
+			return r.GetFromSeq(), err
+		})
+	case ActLeave:
+		cl.call(a, n, func(ctx context.Context, ch relaypb.ChatClient) (uint64, error) {
+			r, err := ch.Leave(ctx, &relaypb.LeaveRequest{Room: a.Room, User: cl.user})
+			return r.GetToSeq(), err
+		})
+	case ActSend:
+		cl.c.Stats.Sends++
+		cl.call(a, n, func(ctx context.Context, ch relaypb.ChatClient) (uint64, error) {
+			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: cl.user, ClientMsgId: a.MsgID, Payload: []byte("m:" + a.MsgID)})
+			return r.GetSeq(), err
+		})
+	case ActConnect:
+		cl.connect(a.Node)
+	case ActDisconnect:
+		cl.disconnect()
+	case ActVanish:
+		cl.vanish()
+	case ActSlow:
+		cl.mu.Lock()
+		cl.slowUntil = cl.c.Now() + a.For
+		cl.mu.Unlock()
+	}
+}
+
+const (
+	clientAttempts = 5
+	clientTimeout  = 2 * time.Second
+	clientBackoff  = 250 * time.Millisecond
+)
+
+// call performs a unary action with retries (the same client message id on
+// every try, so a send is idempotent), trying the next node on failure,
+// and records its outcome.
+func (cl *Client) call(a Action, n int, f func(context.Context, relaypb.ChatClient) (uint64, error)) {
+	var err error
+	var seq uint64
+	for try := 1; try <= clientAttempts; try++ {
+		node := cl.callNode(a.Node, try)
+		ctx, cancel := context.WithTimeout(cl.ctx, clientTimeout)
+		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try))
+		seq, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
+		cancel()
+		cl.c.Sched.Gate(cl.user, KindRPCDone, fmt.Sprintf("a%d try%d", n, try))
+		if err == nil || !clientRetryable(err) || cl.ctx.Err() != nil {
+			break
+		}
+		t := time.NewTimer(time.Duration(try) * clientBackoff)
+		select {
+		case <-t.C:
+		case <-cl.ctx.Done():
+			t.Stop()
+		}
+	}
+	cl.record(a, seq, err)
+}
+
+func clientRetryable(err error) bool {
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted, codes.Canceled:
+		return true
+	}
+	return false
+}
+
+func (cl *Client) record(a Action, seq uint64, err error) {
+	c := cl.c
+	kind := map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend}[a.Kind]
+	ev := model.Event{Time: c.Now(), Kind: kind, User: cl.user, Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: seq}
+	res := fmt.Sprintf("ok seq=%d", seq)
+	if err != nil {
+		ev.Err = status.Code(err).String()
+		res = "err=" + ev.Err
+	} else if a.Kind == ActSend {
+		c.Stats.SendsOK++
+	}
+	ev.TraceLine = c.Trace.Event(c.Now(), cl.user, "%s %s", a.String()[len(cl.user)+1:], res)
+	c.record(ev)
+}
+
+// callNode picks the node for a unary call: the connected node first, else
+// the action's; each retry moves on to the next node.
+func (cl *Client) callNode(base, try int) int {
+	cl.mu.Lock()
+	if cl.stream != nil && !cl.stream.vanished {
+		base = cl.stream.node
+	}
+	cl.mu.Unlock()
+	return (base + try - 1) % len(cl.c.nodes)
+}
+
+func (cl *Client) unaryConn(node int) *grpc.ClientConn {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cc := cl.unary[node]; cc != nil {
+		return cc
+	}
+	cc := cl.c.clientConn(cl.c.nodes[node].id, cl.user+"/unary")
+	cl.unary[node] = cc
+	return cc
+}
+
+// clientConn dials a node for a client: bufconn through the network, no
+// DNS, deterministic (jitter-free) reconnect back-off.
+func (c *Cluster) clientConn(node, tag string) *grpc.ClientConn {
+	cc, err := grpc.NewClient("passthrough:///"+node,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(c.Net.Dialer(tag)),
+		grpc.WithConnectParams(deterministicConnect),
+	)
+	if err != nil {
+		panic(fmt.Sprintf("grpc.NewClient(%s): %v", node, err)) // only fails on malformed options
+	}
+	return cc
+}
+
+var deterministicConnect = grpc.ConnectParams{
+	Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0, MaxDelay: 2 * time.Second},
+	MinConnectTimeout: time.Second,
+}
+
+// connect opens the delivery stream on node (or the next live one) with the
+// client's cursors, after closing any open stream.
+func (cl *Client) connect(node int) {
+	c := cl.c
+	cl.disconnect()
+	cl.mu.Lock()
+	cl.gen++
+	gen := cl.gen
+	cursors := make([]*relaypb.Cursor, 0, len(cl.cursors))
+	for r, s := range cl.cursors {
+		cursors = append(cursors, &relaypb.Cursor{Room: r, Seq: s})
+	}
+	cl.mu.Unlock()
+	sort.Slice(cursors, func(i, j int) bool { return cursors[i].Room < cursors[j].Room })
+	tag := fmt.Sprintf("%s#%d", cl.user, gen)
+	id := c.nodes[node].id
+	cc := c.clientConn(id, tag)
+	ctx, cancel := context.WithCancel(cl.ctx)
+	ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s #%d", cl.user, gen))
+	stream, err := relaypb.NewChatClient(cc).Connect(ctx, &relaypb.ConnectRequest{User: cl.user, Cursors: cursors})
+	if err != nil {
+		cancel()
+		_ = cc.Close()
+		line := c.Trace.Event(c.Now(), cl.user, "connect %s #%d err=%s", id, gen, status.Code(err))
+		c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, Err: status.Code(err).String(), TraceLine: line})
+		return
+	}
+	cs := &clientStream{gen: gen, node: node, cc: cc, cancel: cancel, recvDone: make(chan struct{}), tag: tag}
+	cl.mu.Lock()
+	cl.stream = cs
+	cl.mu.Unlock()
+	line := c.Trace.Event(c.Now(), cl.user, "connect %s #%d cursors=%d", id, gen, len(cursors))
+	c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, OK: true, TraceLine: line})
+	go cl.recv(cs, stream)
+}
+
+// recv reads deliveries until the stream ends. Every delivery parks at a
+// gate before it is recorded, so the history's order is the scheduler's.
+func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
+	defer close(cs.recvDone)
+	c := cl.c
+	for {
+		d, err := stream.Recv()
+		if err != nil {
+			c.Sched.Gate(cl.user, KindClient, fmt.Sprintf("#%d end", cs.gen))
+			cl.streamEnded(cs, err)
+			return
+		}
+		cl.mu.Lock()
+		slow := cl.slowUntil - c.Now()
+		cl.mu.Unlock()
+		c.Sched.GateDelay(cl.user, KindClient, fmt.Sprintf("#%d recv %s#%d", cs.gen, d.Room, d.Seq), max(slow, 0))
+		cl.mu.Lock()
+		dead := cs.vanished || cs.closing
+		if !dead && d.Seq > cl.cursors[d.Room] {
+			cl.cursors[d.Room] = d.Seq
+		}
+		cl.mu.Unlock()
+		if dead {
+			continue // the client is gone: nobody reads this
+		}
+		c.Stats.Deliveries++
+		src := map[bool]string{true: " log"}[d.FromLog]
+		line := c.Trace.Event(c.Now(), cl.user, "deliver %s#%d %s%s", d.Room, d.Seq, d.MsgId, src)
+		c.record(model.Event{Time: c.Now(), Kind: model.KindDeliver, User: cl.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId, FromLog: d.FromLog, Node: c.nodes[cs.node].id, TraceLine: line})
+	}
+}
+
+// streamEnded records a stream the server ended (the client did not).
+func (cl *Client) streamEnded(cs *clientStream, err error) {
+	c := cl.c
+	cl.mu.Lock()
+	mine := cl.stream == cs && !cs.closing && !cs.vanished
+	if mine {
+		cl.stream = nil
+	}
+	cl.mu.Unlock()
+	if !mine {
+		return
+	}
+	cs.cancel()
+	_ = cs.cc.Close()
+	line := c.Trace.Event(c.Now(), cl.user, "stream #%d ended by server: %s", cs.gen, status.Code(err))
+	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, Err: status.Code(err).String(), TraceLine: line})
+}
+
+// disconnect closes the open stream cleanly and waits for its receiver.
+func (cl *Client) disconnect() {
+	cl.mu.Lock()
+	cs := cl.stream
+	cl.stream = nil
+	if cs != nil {
+		cs.closing = true
+	}
+	cl.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	cs.cancel()
+	_ = cs.cc.Close()
+	<-cs.recvDone
+	c := cl.c
+	line := c.Trace.Event(c.Now(), cl.user, "disconnect #%d", cs.gen)
+	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line})
+}
+
+// vanish makes the client stop reading without closing its stream: its
+// connection becomes a black hole and only the server's keep-alive can
+// notice. The connection is closed at teardown.
+func (cl *Client) vanish() {
+	cl.mu.Lock()
+	cs := cl.stream
+	cl.stream = nil
+	if cs != nil {
+		cs.vanished = true
+		cl.zombies = append(cl.zombies, cs)
+	}
+	cl.mu.Unlock()
+	if cs == nil {
+		return
+	}
+	c := cl.c
+	c.Net.vanishFrom(cs.tag)
+	line := c.Trace.Event(c.Now(), cl.user, "vanish #%d", cs.gen)
+	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, Vanish: true, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line})
+}
+
+// Connected reports the node the client streams from (-1: none).
+func (cl *Client) Connected() int {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if cl.stream == nil {
+		return -1
+	}
+	return cl.stream.node
+}
+
+// close stops the actor and closes every connection (teardown).
+func (cl *Client) close() {
+	cl.stop()
+	<-cl.done
+	cl.mu.Lock()
+	streams := append([]*clientStream(nil), cl.zombies...)
+	if cl.stream != nil {
+		streams = append(streams, cl.stream)
+		cl.stream.closing = true
+	}
+	cl.stream = nil
+	unary := cl.unary
+	cl.unary = map[int]*grpc.ClientConn{}
+	cl.mu.Unlock()
+	for _, cs := range streams {
+		cs.cancel()
+		_ = cs.cc.Close()
+		<-cs.recvDone
+	}
+	for i := range len(cl.c.nodes) {
+		if cc := unary[i]; cc != nil {
+			_ = cc.Close()
+		}
+	}
+}

@@ -1,0 +1,305 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/system"
+)
+
+// ClusterConfig is what a cluster is built from.
+type ClusterConfig struct {
+	Seed     Seed
+	Mode     system.Mode
+	Nodes    int
+	Executor system.ExecutorConfig
+	// Node tunes every node's config (ids, addresses and mode are set by
+	// the cluster); nil keeps the defaults.
+	Node     func(*system.Config)
+	Cost     CostModel
+	Mix      FaultMix
+	Strategy Strategy
+	Trace    *Trace
+	// NodeModes, when set, gives node i its own mode (rolling upgrades).
+	NodeModes []system.Mode
+}
+
+// Cluster is a relay cluster inside one bubble: nodes over bufconn, one
+// miniredis, simulated clients, the scheduler, and the recorded history.
+type Cluster struct {
+	cfg    ClusterConfig
+	Sched  *Scheduler
+	Trace  *Trace
+	Net    *Network
+	Redis  *miniredis.Miniredis
+	nodes  []*simNode
+	users  map[string]*Client
+	hist   model.History
+	faults faultState
+	Stats  Stats
+	seeds  struct{ faults, cost Seed }
+	// stopChaos ends the fault injector (liveness phase).
+	stopChaos chan struct{}
+}
+
+// Stats counts what a run did.
+type Stats struct {
+	Sends, SendsOK, Deliveries, Relays, RelayErrors, FaultsInjected int
+	Crashes, Restarts                                              int
+}
+
+type simNode struct {
+	idx   int
+	id    string
+	mode  system.Mode
+	n     *system.Node
+	up    bool
+	peak  int
+	epoch uint64
+}
+
+// NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
+// goroutine that will drive the scheduler.
+func NewCluster(cfg ClusterConfig) (*Cluster, error) {
+	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}}
+	c.seeds.faults = cfg.Seed.Derive("faults")
+	c.seeds.cost = cfg.Seed.Derive("cost")
+	cost := cfg.Cost.WithSeed(c.seeds.cost)
+	c.Sched = NewScheduler(cfg.Strategy, c.Trace, cost.Latency)
+	c.Sched.OnRelease = c.onRelease
+	c.hist.Mode = string(cfg.Mode)
+	c.faults.init(cfg.Mix)
+	c.Redis = miniredis.NewMiniRedis()
+	c.Redis.ClockTTL(true)
+	for i := range cfg.Nodes {
+		mode := cfg.Mode
+		if i < len(cfg.NodeModes) && cfg.NodeModes[i] != "" {
+			mode = cfg.NodeModes[i]
+		}
+		c.nodes = append(c.nodes, &simNode{idx: i, id: fmt.Sprintf("n%d", i+1), mode: mode})
+	}
+	for _, sn := range c.nodes {
+		if err := c.drive(func() error { return c.startNode(sn) }); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// drive runs f in its own goroutine while the driver keeps scheduling, and
+// returns f's result: the driver must never run gated code itself.
+func (c *Cluster) drive(f func() error) error {
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		err = f()
+	}()
+	if !c.Sched.Await(done, time.Hour) {
+		return fmt.Errorf("operation did not finish within an hour of virtual time")
+	}
+	return err
+}
+
+// Now is the virtual time since the cluster started.
+func (c *Cluster) Now() time.Duration { return c.Sched.Now() }
+
+// History returns the history recorded so far.
+func (c *Cluster) History() *model.History { return &c.hist }
+
+// NodeIDs lists the node ids.
+func (c *Cluster) NodeIDs() []string {
+	out := make([]string, len(c.nodes))
+	for i, sn := range c.nodes {
+		out[i] = sn.id
+	}
+	return out
+}
+
+// Node returns node i's system.Node (nil while it is down).
+func (c *Cluster) Node(i int) *system.Node {
+	if !c.nodes[i].up {
+		return nil
+	}
+	return c.nodes[i].n
+}
+
+// NodeIndex maps "n2" to 1 (-1: unknown).
+func (c *Cluster) NodeIndex(id string) int {
+	for i, sn := range c.nodes {
+		if sn.id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func (c *Cluster) startNode(sn *simNode) error {
+	cfg := system.DefaultConfig()
+	if c.cfg.Node != nil {
+		c.cfg.Node(&cfg)
+	}
+	cfg.NodeID, cfg.Advertise, cfg.Mode = sn.id, sn.id, sn.mode
+	cfg.ClusterToken = "relaysim-cluster"
+	if c.cfg.Executor.Max > 0 {
+		cfg.Executor = c.cfg.Executor
+	}
+	h := &nodeHooks{c: c, node: sn.id}
+	n, err := system.New(cfg, system.Deps{
+		Listener:      c.Net.Listen(sn.id),
+		Dial:          c.Net.Dialer(sn.id),
+		Redis:         c.redisOptions(),
+		RedisHooks:    []redis.Hook{h},
+		ServerOptions: h.serverOptions(),
+		DialOptions:   h.dialOptions(),
+		TargetScheme:  "passthrough",
+		Hooks:         h,
+	})
+	if err != nil {
+		return err
+	}
+	if err := n.Start(context.Background()); err != nil {
+		n.Kill()
+		return err
+	}
+	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
+	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, sn.mode)
+	return nil
+}
+
+// redisOptions connects go-redis to the in-memory miniredis: no DNS (an IP
+// literal that is never dialled), no maintenance notifications, no identity
+// handshake, no retries (the scheduler must see every attempt), explicit
+// pool size.
+func (c *Cluster) redisOptions() *redis.Options {
+	return &redis.Options{
+		Addr:            "127.0.0.1:6379",
+		Dialer:          func(context.Context, string, string) (net.Conn, error) { return c.Redis.Dial() },
+		DisableIdentity: true,
+		MaxRetries:      -1,
+		PoolSize:        256,
+		Protocol:        2,
+		ReadTimeout:     -1,
+		WriteTimeout:    -1,
+	}
+}
+
+// Crash kills node i as a crash would.
+func (c *Cluster) Crash(i int) {
+	sn := c.nodes[i]
+	if !sn.up {
+		return
+	}
+	sn.up = false
+	c.Stats.Crashes++
+	c.Trace.Event(c.Now(), sn.id, "node.crash epoch=%d", sn.epoch)
+	c.notePeak(sn)
+	sn.n.Kill()
+}
+
+// Restart brings a crashed node back with a new epoch.
+func (c *Cluster) Restart(i int) error {
+	sn := c.nodes[i]
+	if sn.up {
+		return nil
+	}
+	c.Stats.Restarts++
+	return c.startNode(sn)
+}
+
+func (c *Cluster) notePeak(sn *simNode) {
+	if sn.n != nil {
+		sn.peak = max(sn.peak, sn.n.Metrics().Executor.Peak)
+	}
+}
+
+// Peaks returns each node's peak pool size over the run.
+func (c *Cluster) Peaks() []int {
+	out := make([]int, len(c.nodes))
+	for i, sn := range c.nodes {
+		c.notePeak(sn)
+		out[i] = sn.peak
+	}
+	return out
+}
+
+// Sample records every live node's metrics (a quiescent point: the driver
+// calls it between scheduler runs). idle marks a sample after the cluster
+// was idle for longer than the executor keep-alive.
+func (c *Cluster) Sample(idle bool, goroutines int) {
+	conns := c.Net.Open("", "")
+	for _, sn := range c.nodes {
+		if !sn.up {
+			continue
+		}
+		m := sn.n.Metrics()
+		e := m.Executor
+		sn.peak = max(sn.peak, e.Peak)
+		c.hist.Samples = append(c.hist.Samples, model.Sample{
+			Time: c.Now(), Node: sn.id,
+			Core: e.Core, Max: e.Max, Pool: e.Pool, Active: e.Active, Queued: e.Queued, Peak: e.Peak,
+			Completed: e.Completed, CallerRuns: e.CallerRuns,
+			OpenStreams: m.OpenStreams, Sessions: m.Sessions,
+			PeerConns: c.Net.Open(sn.id, "n"), LivePeers: m.LivePeers, ChannelsPerPeer: m.ChannelsPerPeer,
+			Transitions: c.Sched.ParkedKinds(sn.id, system.PointSessionOpen, system.PointSessionClose),
+			Goroutines:  goroutines, Connections: conns, Idle: idle,
+		})
+	}
+}
+
+// record appends a client-visible event to the history (not after the
+// trace was frozen for teardown).
+func (c *Cluster) record(ev model.Event) {
+	if c.Trace.frozen {
+		return
+	}
+	c.hist.Events = append(c.hist.Events, ev)
+}
+
+// onRelease runs in the driver before an op is released.
+func (c *Cluster) onRelease(op *Op) {}
+
+// users sorted.
+func (c *Cluster) userList() []*Client {
+	names := make([]string, 0, len(c.users))
+	for u := range c.users {
+		names = append(names, u)
+	}
+	sort.Strings(names)
+	out := make([]*Client, len(names))
+	for i, u := range names {
+		out[i] = c.users[u]
+	}
+	return out
+}
+
+// Final reads the authoritative state: room logs and membership windows.
+func (c *Cluster) Final() (model.Final, error) {
+	f := model.Final{Logs: map[string][]model.LogEntry{}, Windows: map[string]map[string][]model.Window{}}
+	for _, k := range c.Redis.Keys() {
+		room, ok := strings.CutPrefix(k, "room:")
+		if !ok || !strings.HasSuffix(room, ":seq") {
+			continue
+		}
+		room = strings.TrimSuffix(room, ":seq")
+		entries, err := readLog(c.Redis, room)
+		if err != nil {
+			return f, err
+		}
+		f.Logs[room] = entries
+		wins, err := readWindows(c.Redis, room)
+		if err != nil {
+			return f, err
+		}
+		f.Windows[room] = wins
+	}
+	return f, nil
+}

@@ -1,0 +1,252 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/system"
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// nodeHooks is everything the simulation plugs into one node: the
+// system.Hooks gates and observations, go-redis hooks, and gRPC
+// interceptors on the node's server and on its calls to peers.
+type nodeHooks struct {
+	c    *Cluster
+	node string
+}
+
+var (
+	_ system.Hooks = (*nodeHooks)(nil)
+	_ redis.Hook   = (*nodeHooks)(nil)
+)
+
+func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
+	h.c.Sched.Gate(p.Node, p.Kind, p.Key)
+}
+
+func (h *nodeHooks) Observe(e any) {
+	c := h.c
+	switch e := e.(type) {
+	case system.DispatchEvent:
+		line := c.Trace.Event(c.Now(), e.Node, "dispatch %s#%d mode=%s members=%d local=%d tasks=%d%s",
+			e.Room, e.Seq, e.Mode, len(e.Members), len(e.Local), e.Tasks, map[bool]string{true: " retry"}[e.Retry])
+		if c.Trace.frozen {
+			return
+		}
+		c.hist.Dispatches = append(c.hist.Dispatches, model.Dispatch{
+			Time: c.Now(), Node: e.Node, Room: e.Room, Seq: e.Seq, Mode: string(e.Mode), Retry: e.Retry,
+			Members: e.Members, Local: e.Local, Routes: e.Routes, Tasks: e.Tasks, TraceLine: line,
+		})
+	case system.SessionEvent:
+		if e.Open {
+			c.Trace.Event(c.Now(), e.Node, "session.open %s", e.User)
+			return
+		}
+		line := c.Trace.Event(c.Now(), e.Node, "session.closed %s (%s)", e.User, e.Reason)
+		c.record(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: e.User, Node: e.Node, TraceLine: line})
+	case system.RelayEvent:
+		c.Stats.Relays++
+		res := "ok"
+		if e.Err != nil {
+			c.Stats.RelayErrors++
+			res = "err=" + status.Code(e.Err).String()
+		}
+		kind := map[bool]string{true: "relay.bulk", false: "relay.single"}[e.Bulk]
+		c.Trace.Event(c.Now(), e.Node, "%s -> %s %s#%d recipients=%d attempt=%d %s", kind, e.Target, e.Room, e.Seq, e.Recipients, e.Attempt, res)
+	}
+}
+
+// --- go-redis ---
+
+func (h *nodeHooks) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		id := redisOpID(ctx, cmd.Name(), cmd.Args())
+		if err := h.c.redisGate(h.node, id); err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		name := "pipeline"
+		var args []any
+		if len(cmds) > 0 {
+			name += "." + cmds[len(cmds)/2].Name()
+			args = cmds[len(cmds)/2].Args()
+		}
+		id := redisOpID(ctx, name, args)
+		if err := h.c.redisGate(h.node, id); err != nil {
+			for _, cmd := range cmds {
+				cmd.SetErr(err)
+			}
+			return err
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// redisOpID keys a command by the operation it belongs to and what it does.
+func redisOpID(ctx context.Context, name string, args []any) string {
+	key := ""
+	for _, a := range args[min(1, len(args)):] {
+		if s, ok := a.(string); ok && strings.Contains(s, ":") {
+			key = s
+			break
+		}
+	}
+	label := system.Label(ctx)
+	if label == "" {
+		label = "?"
+	}
+	return fmt.Sprintf("%s %s %s", label, name, key)
+}
+
+// redisGate parks a Redis command; afterwards it may fail it (an outage
+// window or a drawn command error).
+func (c *Cluster) redisGate(node, id string) error {
+	c.Sched.Gate(node, KindRedis, id)
+	if c.faults.redisDown(c.Now()) {
+		c.Trace.Event(c.Now(), node, "fault redis-outage %s", id)
+		return errors.New("simulated redis outage")
+	}
+	k := c.faults.occurrence("redis|" + node + "|" + id)
+	if decide(c.seeds.faults.Derive("redis"), c.faults.mix.RedisError, node+"|"+id, k) && c.faults.on {
+		c.Stats.FaultsInjected++
+		c.Trace.Event(c.Now(), node, "fault redis-error %s", id)
+		return errors.New("simulated redis error")
+	}
+	return nil
+}
+
+// --- gRPC ---
+
+const (
+	mdDup = "x-sim-dup"
+)
+
+func (h *nodeHooks) serverOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(h.serverUnary),
+		grpc.ChainStreamInterceptor(h.serverStream),
+	}
+}
+
+func (h *nodeHooks) dialOptions() []grpc.DialOption {
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(h.peerUnary), grpc.WithConnectParams(deterministicConnect)}
+}
+
+// callID names an incoming call from its metadata: the caller's operation
+// label, attempt and duplicate marker.
+func callID(ctx context.Context, method string) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	get := func(k string) string {
+		if v := md.Get(k); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	id := shortMethod(method) + " " + get(system.MDOp)
+	if a := get(system.MDAttempt); a != "" && a != "1" {
+		id += " a" + a
+	}
+	if d := get(mdDup); d != "" {
+		id += " dup" + d
+	}
+	return id
+}
+
+func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
+
+// serverUnary parks an arriving call (the network hop's latency is applied
+// here) and labels the handler's work with the call's identity.
+func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	id := callID(ctx, info.FullMethod)
+	h.c.Sched.Gate(h.node, KindRPCRecv, id)
+	return handler(system.WithLabel(ctx, "recv "+id), req)
+}
+
+func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	h.c.Sched.Gate(h.node, KindRPCRecv, callID(ss.Context(), info.FullMethod))
+	return handler(srv, ss)
+}
+
+// peerUnary wraps a node's relay call to a peer with the network faults:
+// partitions and dropped requests never reach the peer; a dropped response
+// reaches it and is lost on the way back; a duplicate reaches it twice. The
+// caller sees a lost message as its deadline expiring.
+func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	c := h.c
+	target := strings.TrimPrefix(cc.Target(), "passthrough:///")
+	id := shortMethod(method) + " " + system.Label(ctx) + " ->" + target
+	key := h.node + "|" + id + "|" + attemptOf(ctx)
+	fs := c.seeds.faults.Derive("net")
+	k := c.faults.occurrence("net|" + key)
+	on := c.faults.on
+	switch {
+	case c.Net.Blocked(h.node, target):
+		return h.lost(ctx, "partition", id)
+	case on && decide(fs.Derive("drop-req"), c.faults.mix.DropRequest, key, k):
+		return h.lost(ctx, "drop-request", id)
+	}
+	if on && decide(fs.Derive("delay"), c.faults.mix.Delay, key, k) {
+		d := time.Duration(1+fs.Derive("delay-by").Unit(key)*2000) * time.Millisecond
+		c.Stats.FaultsInjected++
+		c.Trace.Event(c.Now(), h.node, "fault delay %s by %v", id, d)
+		c.Sched.GateDelay(h.node, "net.delay", id+" "+attemptOf(ctx), d)
+	}
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if on && err == nil && decide(fs.Derive("dup"), c.faults.mix.Duplicate, key, k) {
+		c.Stats.FaultsInjected++
+		c.Trace.Event(c.Now(), h.node, "fault duplicate %s", id)
+		dctx := metadata.AppendToOutgoingContext(ctx, mdDup, "1")
+		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
+	}
+	c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx))
+	if on && err == nil && (c.Net.Blocked(target, h.node) || decide(fs.Derive("drop-resp"), c.faults.mix.DropResponse, key, k)) {
+		return h.lost(ctx, "drop-response", id)
+	}
+	return err
+}
+
+// lost makes a call fail the way a lost message does: nothing comes back
+// and the caller's deadline expires.
+func (h *nodeHooks) lost(ctx context.Context, why, id string) error {
+	c := h.c
+	c.Stats.FaultsInjected++
+	c.Trace.Event(c.Now(), h.node, "fault %s %s", why, id)
+	<-ctx.Done()
+	c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx)+" lost")
+	return status.FromContextError(ctx.Err()).Err()
+}
+
+func attemptOf(ctx context.Context) string {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	if v := md.Get(system.MDAttempt); len(v) > 0 {
+		return "a" + v[0]
+	}
+	return "a1"
+}
+
+func newReply(req any) any {
+	switch req.(type) {
+	case *relaypb.RelayMessageRequest, *relaypb.RelayBulkMessageRequest:
+		return &relaypb.RelayMessageResponse{}
+	}
+	return nil
+}
+

@@ -1,0 +1,191 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// Network is the simulated network: one bufconn listener per node address,
+// connections tagged with who dialled them, partitions between nodes, and
+// client connections that can "vanish" (stop reading without closing).
+type Network struct {
+	mu        sync.Mutex
+	listeners map[string]*bufconn.Listener
+	conns     map[*simConn]struct{}
+	cut       map[[2]string]bool // one-way link from -> to is cut
+}
+
+// NewNetwork returns an empty network.
+func NewNetwork() *Network {
+	return &Network{listeners: map[string]*bufconn.Listener{}, conns: map[*simConn]struct{}{}, cut: map[[2]string]bool{}}
+}
+
+const bufSize = 256 << 10
+
+// Listen (re)creates the listener of addr; a restarted node listens anew.
+func (nw *Network) Listen(addr string) net.Listener {
+	l := bufconn.Listen(bufSize)
+	nw.mu.Lock()
+	nw.listeners[addr] = l
+	nw.mu.Unlock()
+	return l
+}
+
+// Dialer returns a dial function for connections made by from.
+func (nw *Network) Dialer(from string) func(ctx context.Context, addr string) (net.Conn, error) {
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		nw.mu.Lock()
+		l := nw.listeners[addr]
+		nw.mu.Unlock()
+		if l == nil {
+			return nil, fmt.Errorf("dial %s: no such host", addr)
+		}
+		c, err := l.DialContext(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("dial %s: %w", addr, err)
+		}
+		sc := &simConn{Conn: c, nw: nw, from: from, to: addr, gone: make(chan struct{})}
+		nw.mu.Lock()
+		nw.conns[sc] = struct{}{}
+		nw.mu.Unlock()
+		return sc, nil
+	}
+}
+
+// Cut cuts the one-way link from -> to; Heal restores every link.
+func (nw *Network) Cut(from, to string) {
+	nw.mu.Lock()
+	nw.cut[[2]string{from, to}] = true
+	nw.mu.Unlock()
+}
+
+// Uncut restores the one-way link from -> to.
+func (nw *Network) Uncut(from, to string) {
+	nw.mu.Lock()
+	delete(nw.cut, [2]string{from, to})
+	nw.mu.Unlock()
+}
+
+// Heal restores every link.
+func (nw *Network) Heal() {
+	nw.mu.Lock()
+	nw.cut = map[[2]string]bool{}
+	nw.mu.Unlock()
+}
+
+// Blocked reports whether from -> to is cut.
+func (nw *Network) Blocked(from, to string) bool {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	return nw.cut[[2]string{from, to}]
+}
+
+// Cuts lists the cut links, sorted.
+func (nw *Network) Cuts() []string {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	var out []string
+	for k := range nw.cut {
+		out = append(out, k[0]+"->"+k[1])
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Open counts open connections; with from != "" only those dialled by from,
+// with toPrefix != "" only those to addresses with that prefix.
+func (nw *Network) Open(from, toPrefix string) int {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	n := 0
+	for c := range nw.conns {
+		if (from == "" || c.from == from) && strings.HasPrefix(c.to, toPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// simConn is a client-side connection. Vanish makes it a black hole: writes
+// are swallowed and reads block until Close, as when a client's machine
+// disappears without closing its sockets.
+type simConn struct {
+	net.Conn
+	nw       *Network
+	from, to string
+	mu       sync.Mutex
+	vanished bool
+	closed   bool
+	gone     chan struct{}
+}
+
+func (c *simConn) Vanish() {
+	c.mu.Lock()
+	c.vanished = true
+	c.mu.Unlock()
+}
+
+func (c *simConn) isVanished() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.vanished
+}
+
+func (c *simConn) Read(b []byte) (int, error) {
+	if c.isVanished() {
+		<-c.gone
+		return 0, net.ErrClosed
+	}
+	n, err := c.Conn.Read(b)
+	if err == nil && c.isVanished() {
+		<-c.gone
+		return 0, net.ErrClosed
+	}
+	return n, err
+}
+
+func (c *simConn) Write(b []byte) (int, error) {
+	if c.isVanished() {
+		return len(b), nil
+	}
+	return c.Conn.Write(b)
+}
+
+func (c *simConn) SetDeadline(t time.Time) error { return c.Conn.SetDeadline(t) }
+
+func (c *simConn) Close() error {
+	c.mu.Lock()
+	already := c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if already {
+		return nil
+	}
+	close(c.gone)
+	c.nw.mu.Lock()
+	delete(c.nw.conns, c)
+	c.nw.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// vanishFrom black-holes every open connection dialled by from.
+func (nw *Network) vanishFrom(from string) {
+	nw.mu.Lock()
+	var cs []*simConn
+	for c := range nw.conns {
+		if c.from == from {
+			cs = append(cs, c)
+		}
+	}
+	nw.mu.Unlock()
+	for _, c := range cs {
+		c.Vanish()
+	}
+}

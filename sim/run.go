@@ -1,0 +1,327 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/system"
+)
+
+// Config is one simulation run.
+type Config struct {
+	Seed  Seed
+	Mode  system.Mode
+	Nodes int
+	WorkloadConfig
+	// Drain is the liveness phase's length (60 s, as in the seeds).
+	Drain     time.Duration
+	Scheduler string // random | pct | exhaustive
+	PCTDepth  int
+	Bounds    FaultBounds
+	Executor  system.ExecutorConfig
+	// OutboxSize bounds each client's pending deliveries on a node.
+	OutboxSize int
+	// SampleEvery is how often metrics are sampled (virtual time).
+	SampleEvery time.Duration
+	KeepTrace   bool
+	// Chooser, when set, makes the scheduler's picks (rapid draws).
+	Chooser Chooser
+	// Exhaustive, when set, is the exhaustive strategy to follow.
+	Exhaustive *Exhaustive
+	// Negative controls for the determinism check.
+	ByArrival, Ungated bool
+	// Actions, when set, replaces the generated workload.
+	Actions []Action
+	// FixedCost, when set, replaces the seed-drawn cost model.
+	FixedCost *CostModel
+}
+
+// DefaultConfig is the runner's embedded default: 3 nodes, 12 users in 3
+// rooms, 10 s of dense traffic with faults, then a 60 s drain.
+func DefaultConfig() Config {
+	return Config{
+		Seed: 0x2a, Mode: system.ModeBulk, Nodes: 3,
+		WorkloadConfig: WorkloadConfig{Users: 12, Rooms: 3, Duration: 10 * time.Second, Rate: 20, Churn: 1, Tick: 50 * time.Millisecond, RoomsPerUser: 2},
+		Drain:          60 * time.Second, Scheduler: "random", PCTDepth: 3,
+		Bounds:      DefaultBounds(),
+		Executor:    system.ExecutorConfig{Core: 2, Max: 8, Queue: 16, KeepAlive: 10 * time.Second},
+		OutboxSize:  64,
+		SampleEvery: time.Second,
+	}
+}
+
+// Validate reports a configuration that cannot run.
+func (c Config) Validate() error {
+	switch {
+	case c.Mode != system.ModeSingle && c.Mode != system.ModeBulk:
+		return fmt.Errorf("unknown mode %q (want single or bulk)", c.Mode)
+	case c.Nodes < 1 || c.Nodes > 64:
+		return fmt.Errorf("nodes must be 1..64, got %d", c.Nodes)
+	case c.Users < 1 || c.Users > 100000:
+		return fmt.Errorf("users must be 1..100000, got %d", c.Users)
+	case c.Rooms < 1:
+		return fmt.Errorf("rooms must be at least 1, got %d", c.Rooms)
+	case c.Duration < 0 || c.Drain < 0:
+		return fmt.Errorf("durations must not be negative")
+	case c.Rate < 0 || c.Churn < 0:
+		return fmt.Errorf("rates must not be negative")
+	case c.Tick <= 0:
+		return fmt.Errorf("tick must be positive")
+	case c.Executor.Core < 0 || c.Executor.Max < 1 || c.Executor.Core > c.Executor.Max || c.Executor.Queue < 0:
+		return fmt.Errorf("bad pool sizes core=%d max=%d queue=%d", c.Executor.Core, c.Executor.Max, c.Executor.Queue)
+	}
+	switch c.Scheduler {
+	case "random", "pct", "exhaustive":
+	default:
+		return fmt.Errorf("unknown scheduler %q (want random, pct or exhaustive)", c.Scheduler)
+	}
+	return nil
+}
+
+// Result is what a run produced.
+type Result struct {
+	Config     Config
+	Mix        FaultMix
+	Cost       CostModel
+	Faults     []Fault
+	History    *model.History
+	Violations []model.Violation
+	TraceHash  string
+	Trace      *Trace
+	Stats      Stats
+	Virtual    time.Duration
+	Wall       time.Duration
+	Steps      int
+	Delays     int
+	Peaks      []int
+	// BubbleErr is set when the bubble itself failed (a deadlock, or
+	// goroutines left behind).
+	BubbleErr error
+	Err       error
+}
+
+// Failed reports whether the run violated a property or did not complete.
+func (r *Result) Failed() bool {
+	return len(r.Violations) > 0 || r.BubbleErr != nil || r.Err != nil
+}
+
+var runs atomic.Int64
+
+// Run executes one simulation in its own bubble. t may be nil outside tests.
+func Run(t *testing.T, cfg Config) *Result {
+	res := &Result{Config: cfg}
+	if err := cfg.Validate(); err != nil {
+		res.Err = err
+		return res
+	}
+	wall := time.Now()
+	res.BubbleErr = Bubble(t, func(*testing.T) { runInBubble(cfg, res) })
+	res.Wall = time.Since(wall)
+	return res
+}
+
+func runInBubble(cfg Config, res *Result) {
+	id := "run" + strconv.FormatInt(runs.Add(1), 10)
+	pprof.SetGoroutineLabels(pprof.WithLabels(contextBackground(), pprof.Labels("relaysim", id)))
+	res.Mix = DrawMix(cfg.Seed.Derive("faults"), cfg.Bounds)
+	res.Cost = DrawCost(cfg.Seed.Derive("cost"))
+	if cfg.FixedCost != nil {
+		res.Cost = *cfg.FixedCost
+	}
+	trace := NewTrace(cfg.KeepTrace, 60)
+	res.Trace = trace
+	strategy := newStrategy(cfg)
+	wl := Workload{Actions: cfg.Actions}
+	if len(wl.Actions) == 0 {
+		wc := cfg.WorkloadConfig
+		wc.Nodes = cfg.Nodes
+		wl = Generate(cfg.Seed.Derive("workload"), wc)
+	}
+	users := usersOf(wl.Actions)
+	res.Faults = PlanFaults(cfg.Seed.Derive("faults").Derive("plan"), res.Mix, cfg.Nodes, users, cfg.Tick*4, cfg.Duration)
+	header(trace, cfg, res, strategy, len(wl.Actions))
+
+	c, err := NewCluster(ClusterConfig{
+		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor,
+		Node:     func(nc *system.Config) { nc.OutboxSize = cfg.OutboxSize },
+		Cost:     res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace,
+	})
+	if err != nil {
+		res.Err = err
+		return
+	}
+	c.Sched.ByArrival, c.Sched.Ungated = cfg.ByArrival, cfg.Ungated
+	goroutines := func() int { return countGoroutines(id) }
+	c.hist.KeepAliveBound = system.DefaultConfig().StreamKeepAlive + system.DefaultConfig().StreamKeepAliveTimeout + 5*time.Second
+	c.hist.GoroutineBound = GoroutineBound(cfg.Nodes, cfg.Executor.Max, len(users))
+
+	for _, a := range wl.Actions {
+		c.Do(a)
+	}
+	c.StartChaos(res.Faults)
+	c.runSampled(cfg.Duration, cfg.SampleEvery, goroutines)
+	if err := c.Liveness(); err != nil {
+		res.Err = err
+	}
+	c.runSampled(c.Now()+cfg.Drain, cfg.SampleEvery, goroutines)
+	c.Sched.RunFor(cfg.Executor.KeepAlive + time.Second)
+	c.Sample(true, goroutines())
+	res.finish(c, id)
+}
+
+func (res *Result) finish(c *Cluster, id string) {
+	final, err := c.Final()
+	if err != nil && res.Err == nil {
+		res.Err = err
+	}
+	res.Virtual = c.Now()
+	res.Steps, res.Delays = c.Sched.Steps, c.Sched.Delays
+	res.Peaks = c.Peaks()
+	res.Stats = c.Stats
+	for _, k := range c.Sched.Collisions {
+		res.Err = fmt.Errorf("gate key parked twice at once (harness bug): %s", k)
+	}
+	res.TraceHash = c.Trace.Hash()
+	c.Close()
+	final.LeftoverGoroutines = leftovers(id)
+	c.hist.Final = final
+	res.History = &c.hist
+	res.Violations = model.Check(&c.hist)
+}
+
+// runSampled drives the bubble until virtual time end, sampling metrics
+// at every quiescent point `every` apart.
+func (c *Cluster) runSampled(end, every time.Duration, goroutines func() int) {
+	for c.Now() < end {
+		c.Sched.RunUntil(min(end, c.Now()+every))
+		c.Sample(false, goroutines())
+	}
+}
+
+// GoroutineBound is the goroutine budget of a cluster: fixed per node,
+// per pool worker, per connection and per user — never per message.
+func GoroutineBound(nodes, maxPool, users int) func(model.Sample) int {
+	return func(s model.Sample) int {
+		return 64 + nodes*(maxPool+48) + 12*s.Connections + 6*users
+	}
+}
+
+// Close tears the cluster down: the scheduler stops gating, then clients,
+// nodes and miniredis close in that order. Nothing after this reaches the
+// trace.
+func (c *Cluster) Close() {
+	c.Trace.Freeze()
+	c.faults.on = false
+	if c.stopChaos != nil {
+		close(c.stopChaos)
+		c.stopChaos = nil
+	}
+	c.Sched.PassThrough()
+	for _, cl := range c.userList() {
+		cl.close()
+	}
+	for _, sn := range c.nodes {
+		if sn.up {
+			sn.up = false
+			sn.n.Stop(contextBackground())
+		}
+	}
+	c.Redis.Close()
+}
+
+func newStrategy(cfg Config) Strategy {
+	switch {
+	case cfg.Exhaustive != nil:
+		return cfg.Exhaustive
+	case cfg.Scheduler == "pct":
+		return NewPCT(cfg.Seed.Derive("scheduler"), cfg.PCTDepth, 20000, 50*time.Millisecond)
+	case cfg.Scheduler == "exhaustive":
+		return &Exhaustive{Bound: 2}
+	}
+	ch := cfg.Chooser
+	if ch == nil {
+		ch = cfg.Seed.Derive("scheduler").Rand()
+	}
+	return &Random{C: ch, DelayP: 0.01, MaxDelay: 20 * time.Millisecond}
+}
+
+func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
+	t.Header("relaysim seed=%s mode=%s scheduler=%s", cfg.Seed, cfg.Mode, s.Name())
+	t.Header("cluster nodes=%d users=%d rooms=%d pool=%d/%d/%d keepalive=%v", cfg.Nodes, cfg.Users, cfg.Rooms,
+		cfg.Executor.Core, cfg.Executor.Max, cfg.Executor.Queue, cfg.Executor.KeepAlive)
+	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions)
+	t.Header("faults %s", res.Mix)
+	for _, f := range res.Faults {
+		t.Header("fault at %s: %s", FormatTime(f.At), f)
+	}
+	t.Header("cost %s", res.Cost)
+}
+
+func usersOf(as []Action) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, a := range as {
+		if !seen[a.User] {
+			seen[a.User] = true
+			out = append(out, a.User)
+		}
+	}
+	return sortedCopy(out)
+}
+
+// countGoroutines counts the goroutines carrying the run's pprof label
+// (every goroutine of the bubble inherits it).
+func countGoroutines(id string) int {
+	n, _ := goroutinesOf(id)
+	return n
+}
+
+// leftovers describes the run's goroutines still alive after teardown
+// (other than the caller).
+func leftovers(id string) []string {
+	n, stacks := goroutinesOf(id)
+	if n <= 1 {
+		return nil
+	}
+	return stacks
+}
+
+func goroutinesOf(id string) (int, []string) {
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
+		return 0, nil
+	}
+	want := fmt.Sprintf(`"relaysim":"%s"`, id)
+	total := 0
+	var stacks []string
+	for _, rec := range strings.Split(buf.String(), "\n\n") {
+		if !strings.Contains(rec, want) {
+			continue
+		}
+		lines := strings.Split(rec, "\n")
+		n, _ := strconv.Atoi(strings.Fields(lines[0] + " 0")[0])
+		total += n
+		if fn := firstFunc(lines); fn != "" && !strings.Contains(fn, "goroutinesOf") && !strings.Contains(rec, "sim.leftovers") {
+			stacks = append(stacks, fmt.Sprintf("%d x %s", n, fn))
+		}
+	}
+	return total, stacks
+}
+
+func firstFunc(lines []string) string {
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); len(f) >= 2 && f[0] == "#" && strings.HasPrefix(f[1], "0x") && len(f) >= 3 {
+			if !strings.HasPrefix(f[2], "runtime.") && !strings.HasPrefix(f[2], "internal/") && !strings.HasPrefix(f[2], "sync.") {
+				return f[2]
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/system"
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// faultState is the live side of the fault mix: whether faults are on (off
+// in the liveness phase), outage windows, and occurrence counters that make
+// per-op fault draws independent of arrival order.
+type faultState struct {
+	mix     FaultMix
+	on      bool
+	outages [][2]time.Duration
+	counts  map[string]int
+}
+
+func (f *faultState) init(m FaultMix) {
+	f.mix, f.on, f.counts = m, true, map[string]int{}
+}
+
+// occurrence returns how many times key was seen before (0 the first time).
+// Only released goroutines call it, so the count is deterministic.
+func (f *faultState) occurrence(key string) int {
+	k := f.counts[key]
+	f.counts[key] = k + 1
+	return k
+}
+
+func (f *faultState) redisDown(now time.Duration) bool {
+	if !f.on {
+		return false
+	}
+	for _, w := range f.outages {
+		if now >= w[0] && now < w[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// readLog reads a room log straight from miniredis (after the run).
+func readLog(m *miniredis.Miniredis, room string) ([]model.LogEntry, error) {
+	raw, err := m.List("room:" + room + ":log")
+	if err != nil && err != miniredis.ErrKeyNotFound {
+		return nil, fmt.Errorf("read log of %s: %w", room, err)
+	}
+	out := make([]model.LogEntry, 0, len(raw))
+	for i, r := range raw {
+		var e relaypb.LogEntry
+		if err := proto.Unmarshal([]byte(r), &e); err != nil {
+			return nil, fmt.Errorf("read log of %s seq %d: %w", room, i+1, err)
+		}
+		out = append(out, model.LogEntry{Seq: uint64(i + 1), MsgID: e.MsgId, Sender: e.Sender})
+	}
+	return out, nil
+}
+
+// readWindows reads every member's windows of a room from miniredis.
+func readWindows(m *miniredis.Miniredis, room string) (map[string][]model.Window, error) {
+	key := "room:" + room + ":win"
+	users, err := m.HKeys(key)
+	if err != nil && err != miniredis.ErrKeyNotFound {
+		return nil, fmt.Errorf("read windows of %s: %w", room, err)
+	}
+	sort.Strings(users)
+	out := map[string][]model.Window{}
+	for _, u := range users {
+		ws, err := system.ParseWindows(m.HGet(key, u))
+		if err != nil {
+			return nil, fmt.Errorf("read windows of %s in %s: %w", u, room, err)
+		}
+		for _, w := range ws {
+			out[u] = append(out[u], model.Window{From: w.From, To: w.To})
+		}
+	}
+	return out, nil
+}
