@@ -53,7 +53,7 @@ type Cluster struct {
 // Stats counts what a run did.
 type Stats struct {
 	Sends, SendsOK, Deliveries, Relays, RelayErrors, FaultsInjected int
-	Crashes, Restarts                                              int
+	Crashes, Restarts                                               int
 }
 
 type simNode struct {
@@ -88,7 +88,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	}
 	for _, sn := range c.nodes {
 		if err := c.drive(func() error { return c.startNode(sn) }); err != nil {
-			return nil, err
+			return c, fmt.Errorf("start %s: %w", sn.id, err)
 		}
 	}
 	return c, nil
@@ -166,9 +166,18 @@ func (c *Cluster) startNode(sn *simNode) error {
 	if err != nil {
 		return err
 	}
-	if err := n.Start(context.Background()); err != nil {
-		n.Kill()
-		return err
+	// Like an orchestrator, retry a start that failed on a Redis fault.
+	for try := 1; ; try++ {
+		err = n.Start(context.Background())
+		if err == nil {
+			break
+		}
+		c.Trace.Event(c.Now(), sn.id, "node.start failed (try %d): %v", try, err)
+		if try == 5 {
+			n.Kill()
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
 	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, sn.mode)

@@ -30,7 +30,7 @@ func NoFaults() FaultBounds { return FaultBounds{} }
 // per seed and draws its intensity, so some seeds see heavy loss and no
 // crash, others the opposite.
 type FaultMix struct {
-	DropRequest, DropResponse, Duplicate, Delay, RedisError float64
+	DropRequest, DropResponse, Duplicate, Delay, RedisError                          float64
 	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
 }
 
@@ -52,7 +52,7 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 	return FaultMix{
 		DropRequest: p(b.Network), DropResponse: p(b.Network), Duplicate: p(b.Network), Delay: p(b.Network),
 		RedisError: p(b.RedisErrors),
-		Crashes:     n(b.Crashes), Partitions: n(b.Partitions), Pauses: n(b.Pauses),
+		Crashes:    n(b.Crashes), Partitions: n(b.Partitions), Pauses: n(b.Pauses),
 		RedisOutages: n(b.RedisOutages), RouteFlushes: n(b.RouteFlushes), Vanishes: n(b.Vanishes),
 		SlowConsumers: n(b.SlowConsumers),
 	}
@@ -186,4 +186,3 @@ func decide(seed Seed, p float64, key string, k int) bool {
 	}
 	return seed.Unit(fmt.Sprintf("%s#%d", key, k)) < p
 }
-

@@ -249,4 +249,3 @@ func newReply(req any) any {
 	}
 	return nil
 }
-

@@ -150,11 +150,14 @@ func runInBubble(cfg Config, res *Result) {
 
 	c, err := NewCluster(ClusterConfig{
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor,
-		Node:     func(nc *system.Config) { nc.OutboxSize = cfg.OutboxSize },
-		Cost:     res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace,
+		Node: func(nc *system.Config) { nc.OutboxSize = cfg.OutboxSize },
+		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace,
 	})
 	if err != nil {
-		res.Err = err
+		res.Err = fmt.Errorf("start cluster: %w", err)
+		if c != nil {
+			res.finish(c, id)
+		}
 		return
 	}
 	c.Sched.ByArrival, c.Sched.Ungated = cfg.ByArrival, cfg.Ungated

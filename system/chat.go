@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -106,14 +107,13 @@ func (c *chatServer) Connect(req *relaypb.ConnectRequest, stream relaypb.Chat_Co
 	if err := n.openSession(ctx, s); err != nil {
 		return err
 	}
-	// Replay runs beside the pump so a long backlog streams out instead of
-	// overflowing the outbox; live deliveries wait on the session lock.
+	// Replay and periodic catch-up run beside the pump so a long backlog
+	// streams out instead of overflowing the outbox; live deliveries wait on
+	// the session lock.
 	replayed := make(chan struct{})
 	go func() {
 		defer close(replayed)
-		if err := n.replay(ctx, s); err != nil {
-			s.close(err)
-		}
+		n.syncLoop(ctx, s)
 	}()
 	err := n.pump(stream, s)
 	s.close(status.Error(codes.Canceled, "stream ended"))
@@ -188,6 +188,32 @@ func (n *Node) closeSession(ctx context.Context, s *session) {
 	n.hooks.Observe(SessionEvent{Node: n.cfg.NodeID, User: s.user, Reason: fmt.Sprint(s.err())})
 	if mine {
 		_ = n.dir.DropRoute(ctx, s.user, n.cfg.NodeID)
+	}
+}
+
+// syncLoop replays what the client missed, then catches up from the room
+// logs every CatchUpInterval until the session ends. Live pushes are an
+// optimisation: a relay that was lost, or a push that went to a stale
+// session of the same user on another node (a client that vanished and
+// reconnected elsewhere before its old stream was reaped), is made good by
+// the next catch-up even if the room stays silent.
+func (n *Node) syncLoop(ctx context.Context, s *session) {
+	if err := n.replay(ctx, s); err != nil {
+		s.close(err)
+		return
+	}
+	t := time.NewTicker(n.cfg.CatchUpInterval)
+	defer t.Stop()
+	for tick := 1; ; tick++ {
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		}
+		tctx := WithLabel(n.ctx, fmt.Sprintf("sync %s #%d tick%d", s.user, s.gen, tick))
+		if err := n.replay(tctx, s); err != nil && n.ctx.Err() != nil {
+			return
+		}
 	}
 }
 

@@ -363,15 +363,45 @@ func seqRange(from, to uint64) []uint64 {
 	return out
 }
 
-// recorder is the cluster's Hooks: no gating, every observed event kept.
+// recorder is the cluster's Hooks: every observed event is kept, and a test
+// can hold the operations of one kind at their gate.
 type recorder struct {
 	mu     sync.Mutex
 	events []any
+	held   map[string]chan struct{} // node|kind -> closed on release
 }
 
 var _ Hooks = (*recorder)(nil)
 
-func (r *recorder) Gate(context.Context, Point) {}
+func (r *recorder) Gate(ctx context.Context, p Point) {
+	r.mu.Lock()
+	ch := r.held[p.Node+"|"+p.Kind]
+	r.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+}
+
+// hold parks node's operations of kind at their gate until release is
+// called.
+func (r *recorder) hold(node, kind string) (release func()) {
+	ch := make(chan struct{})
+	r.mu.Lock()
+	if r.held == nil {
+		r.held = map[string]chan struct{}{}
+	}
+	r.held[node+"|"+kind] = ch
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			delete(r.held, node+"|"+kind)
+			r.mu.Unlock()
+			close(ch)
+		})
+	}
+}
 
 func (r *recorder) Observe(e any) {
 	r.mu.Lock()

@@ -64,6 +64,9 @@ type Config struct {
 	StreamKeepAliveTimeout time.Duration
 	// RedisPoolSize is go-redis' pool size, set explicitly and high.
 	RedisPoolSize int
+	// CatchUpInterval is how often a session re-reads its rooms' logs to
+	// make good any live push that never arrived.
+	CatchUpInterval time.Duration
 }
 
 // DefaultConfig returns the seeds' configuration.
@@ -84,6 +87,7 @@ func DefaultConfig() Config {
 		StreamKeepAlive:        10 * time.Second,
 		StreamKeepAliveTimeout: 5 * time.Second,
 		RedisPoolSize:          256,
+		CatchUpInterval:        5 * time.Second,
 	}
 }
 
@@ -114,6 +118,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.StreamKeepAlive, d.StreamKeepAlive)
 	setDefault(&c.StreamKeepAliveTimeout, d.StreamKeepAliveTimeout)
 	setDefault(&c.RedisPoolSize, d.RedisPoolSize)
+	setDefault(&c.CatchUpInterval, d.CatchUpInterval)
 	return c
 }
 

@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"errors"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -43,26 +44,48 @@ func (ps *peers) get(ctx context.Context, server string) (*peer, error) {
 	return ps.install(info)
 }
 
+// install makes info the peer's current incarnation. An entry for the same
+// or a newer epoch wins (a slow reader of the registry must not replace a
+// restarted peer's connections with its predecessor's). The replaced
+// connections are closed outside the lock: relays still using them fail
+// with Canceled and are retried on the new ones.
 func (ps *peers) install(info NodeInfo) (*peer, error) {
 	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	if p := ps.m[info.ID]; p != nil && p.epoch == info.Epoch {
+	if p := ps.m[info.ID]; p != nil && p.epoch >= info.Epoch {
+		ps.mu.Unlock()
 		return p, nil
 	}
 	p := &peer{server: info.ID, epoch: info.Epoch}
 	for range ps.n.cfg.ChannelsPerPeer {
-		cc, err := ps.n.dialPeer(info.Addr)
+		cc, err := ps.n.dialPeer(info.Addr) // grpc.NewClient: no I/O
 		if err != nil {
+			ps.mu.Unlock()
 			p.close()
 			return nil, err
 		}
 		p.conns = append(p.conns, cc)
 	}
-	if old := ps.m[info.ID]; old != nil {
+	old := ps.m[info.ID]
+	ps.m[info.ID] = p
+	ps.mu.Unlock()
+	if old != nil {
 		old.close()
 	}
-	ps.m[info.ID] = p
 	return p, nil
+}
+
+// refresh re-reads server's registry entry after a transport failure and
+// switches to new connections if the peer restarted with a new epoch; the
+// old connections may be in reconnect back-off for a long while. A peer
+// missing from the registry is forgotten.
+func (ps *peers) refresh(ctx context.Context, server string) {
+	info, err := ps.n.dir.LookupNode(ctx, server)
+	switch {
+	case errors.Is(err, ErrUnknownNode):
+		ps.forget(server)
+	case err == nil:
+		_, _ = ps.install(info)
+	}
 }
 
 // forget drops server's connections so the next relay re-reads the registry.

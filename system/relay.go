@@ -123,8 +123,11 @@ func (n *Node) relay(ctx context.Context, server string, recipients []string, m 
 		if err == nil || !retryable(err) || ctx.Err() != nil {
 			return
 		}
-		if status.Code(err) == codes.FailedPrecondition || errors.Is(err, ErrUnknownNode) {
+		switch {
+		case status.Code(err) == codes.FailedPrecondition || errors.Is(err, ErrUnknownNode):
 			n.peers.forget(server)
+		case status.Code(err) == codes.Unavailable:
+			n.peers.refresh(ctx, server)
 		}
 		select {
 		case <-time.After(time.Duration(attempt) * n.cfg.RelayBackoff):
@@ -155,14 +158,17 @@ func (n *Node) relayOnce(ctx context.Context, server string, recipients []string
 	return nil
 }
 
-// retryable: transport trouble, a timeout, or a stale epoch (after which the
-// registry is read again).
+// retryable: transport trouble, a timeout, a stale epoch (after which the
+// registry is read again), or a connection closed under the call because the
+// peer was replaced (Canceled while the relay's own context is live: relay
+// checks that first). Status codes are read through the %w wrapping of
+// relayOnce.
 func retryable(err error) bool {
 	if errors.Is(err, ErrUnknownNode) {
 		return true
 	}
 	switch status.Code(err) {
-	case codes.Unavailable, codes.DeadlineExceeded, codes.FailedPrecondition, codes.ResourceExhausted, codes.Aborted:
+	case codes.Unavailable, codes.DeadlineExceeded, codes.FailedPrecondition, codes.ResourceExhausted, codes.Aborted, codes.Canceled:
 		return true
 	}
 	return false
