@@ -138,6 +138,9 @@ func (cl *Client) run() {
 		id := fmt.Sprintf("a%d %s", cl.n, a.String()[len(cl.user)+1:])
 		cl.mu.Unlock()
 		cl.c.Sched.Gate(cl.user, KindClient, id)
+		if cl.c.Trace.Frozen() {
+			return // teardown began while the action waited
+		}
 		cl.do(a, cl.n)
 	}
 }

@@ -267,7 +267,7 @@ func (c *Cluster) Sample(idle bool, goroutines int) {
 // record appends a client-visible event to the history (not after the
 // trace was frozen for teardown).
 func (c *Cluster) record(ev model.Event) {
-	if c.Trace.frozen {
+	if c.Trace.Frozen() {
 		return
 	}
 	c.hist.Events = append(c.hist.Events, ev)

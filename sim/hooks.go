@@ -36,11 +36,14 @@ func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
 
 func (h *nodeHooks) Observe(e any) {
 	c := h.c
+	if c.Trace.Frozen() {
+		return // teardown: unscheduled, nothing may be recorded
+	}
 	switch e := e.(type) {
 	case system.DispatchEvent:
 		line := c.Trace.Event(c.Now(), e.Node, "dispatch %s#%d mode=%s members=%d local=%d tasks=%d%s",
 			e.Room, e.Seq, e.Mode, len(e.Members), len(e.Local), e.Tasks, map[bool]string{true: " retry"}[e.Retry])
-		if c.Trace.frozen {
+		if c.Trace.Frozen() {
 			return
 		}
 		c.hist.Dispatches = append(c.hist.Dispatches, model.Dispatch{
@@ -120,6 +123,9 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 // window or a drawn command error).
 func (c *Cluster) redisGate(node, id string) error {
 	c.Sched.Gate(node, KindRedis, id)
+	if c.Trace.Frozen() {
+		return nil
+	}
 	if c.faults.redisDown(c.Now()) {
 		c.Trace.Event(c.Now(), node, "fault redis-outage %s", id)
 		return errors.New("simulated redis outage")
@@ -191,6 +197,9 @@ func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.Strea
 // caller sees a lost message as its deadline expiring.
 func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	c := h.c
+	if c.Trace.Frozen() {
+		return invoker(ctx, method, req, reply, cc, opts...)
+	}
 	target := strings.TrimPrefix(cc.Target(), "passthrough:///")
 	id := shortMethod(method) + " " + system.Label(ctx) + " ->" + target
 	key := h.node + "|" + id + "|" + attemptOf(ctx)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/relaysim/relaysim/model"
@@ -193,6 +194,7 @@ func (res *Result) finish(c *Cluster, id string) {
 	}
 	res.TraceHash = c.Trace.Hash()
 	c.Close()
+	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
 	c.hist.Final = final
 	res.History = &c.hist

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -17,6 +18,7 @@ import (
 // in the liveness phase), outage windows, and occurrence counters that make
 // per-op fault draws independent of arrival order.
 type faultState struct {
+	mu      sync.Mutex // teardown runs unscheduled: goroutines may race here
 	mix     FaultMix
 	on      bool
 	outages [][2]time.Duration
@@ -30,12 +32,16 @@ func (f *faultState) init(m FaultMix) {
 // occurrence returns how many times key was seen before (0 the first time).
 // Only released goroutines call it, so the count is deterministic.
 func (f *faultState) occurrence(key string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	k := f.counts[key]
 	f.counts[key] = k + 1
 	return k
 }
 
 func (f *faultState) redisDown(now time.Duration) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if !f.on {
 		return false
 	}

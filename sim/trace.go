@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,12 +21,15 @@ type Trace struct {
 	h      hash.Hash
 	text   strings.Builder // the whole trace, when kept
 	n      int
-	frozen bool
+	frozen atomic.Bool
 }
 
 // Freeze ends the trace: teardown runs unscheduled, so nothing it does may
 // reach the trace.
-func (t *Trace) Freeze() { t.frozen = true }
+func (t *Trace) Freeze() { t.frozen.Store(true) }
+
+// Frozen reports whether the trace was frozen.
+func (t *Trace) Frozen() bool { return t.frozen.Load() }
 
 // NewTrace returns a trace that keeps all lines when keep is set, else the
 // last tail lines.
@@ -41,7 +45,7 @@ func (t *Trace) Header(format string, args ...any) {
 // Event appends one event line at virtual time at and returns its number
 // (1-based, counting header lines).
 func (t *Trace) Event(at time.Duration, node, format string, args ...any) int {
-	if t.frozen {
+	if t.frozen.Load() {
 		return 0
 	}
 	line := fmt.Sprintf("t=%s %s %s", FormatTime(at), node, fmt.Sprintf(format, args...))
