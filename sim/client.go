@@ -374,6 +374,9 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 // streamEnded records a stream the server ended (the client did not).
 func (cl *Client) streamEnded(cs *clientStream, err error) {
 	c := cl.c
+	if c.Trace.Frozen() {
+		return
+	}
 	cl.mu.Lock()
 	mine := cl.stream == cs && !cs.closing && !cs.vanished
 	if mine {
@@ -387,7 +390,11 @@ func (cl *Client) streamEnded(cs *clientStream, err error) {
 	_ = cs.cc.Close()
 	line := c.Trace.Event(c.Now(), cl.user, "stream #%d ended by server: %s", cs.gen, status.Code(err))
 	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, Err: status.Code(err).String(), TraceLine: line})
+	// Like a real client, reconnect (to the next node) after a pause.
+	c.Do(Action{At: c.Now() + reconnectAfter, User: cl.user, Kind: ActConnect, Node: (cs.node + 1) % len(c.nodes)})
 }
+
+const reconnectAfter = time.Second
 
 // disconnect closes the open stream cleanly and waits for its receiver.
 func (cl *Client) disconnect() {

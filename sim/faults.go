@@ -115,6 +115,9 @@ func (f Fault) String() string {
 	case "restart":
 		return fmt.Sprintf("restart n%d", f.Node+1)
 	case "heal":
+		if f.Peer < 0 {
+			return fmt.Sprintf("heal isolated n%d", f.Node+1)
+		}
 		return fmt.Sprintf("heal n%d/n%d", f.Node+1, f.Peer+1)
 	case "vanish", "slow":
 		return fmt.Sprintf("%s %s", f.Kind, f.User)
