@@ -323,6 +323,11 @@ func (cl *Client) connect(node int) {
 	ctx, cancel := context.WithCancel(cl.ctx)
 	ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s #%d", cl.user, gen))
 	stream, err := relaypb.NewChatClient(cc).Connect(ctx, &relaypb.ConnectRequest{User: cl.user, Cursors: cursors})
+	if err == nil {
+		// Wait until the node registered the session (its header), so a
+		// quick disconnect never races the node's accept.
+		_, err = stream.Header()
+	}
 	if err != nil {
 		cancel()
 		_ = cc.Close()

@@ -219,13 +219,16 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 		c.Sched.GateDelay(h.node, "net.delay", id+" "+attemptOf(ctx), d)
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
+	// The response wakes this goroutine outside the scheduler: park before
+	// touching shared state or the trace.
+	c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx))
 	if on && err == nil && decide(fs.Derive("dup"), c.faults.mix.Duplicate, key, k) {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault duplicate %s", id)
 		dctx := metadata.AppendToOutgoingContext(ctx, mdDup, "1")
 		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
+		c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx)+" dup")
 	}
-	c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx))
 	if on && err == nil && (c.Net.Blocked(target, h.node) || decide(fs.Derive("drop-resp"), c.faults.mix.DropResponse, key, k)) {
 		return h.lost(ctx, "drop-response", id)
 	}

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/relaysim/relaysim/system/relaypb"
@@ -107,6 +109,11 @@ func (c *chatServer) Connect(req *relaypb.ConnectRequest, stream relaypb.Chat_Co
 	if err := n.openSession(ctx, s); err != nil {
 		return err
 	}
+	// The header tells the client its session is registered: a client that
+	// waits for it never cancels a stream the node has half accepted.
+	if err := stream.SendHeader(metadata.Pairs(MDSession, strconv.FormatUint(s.gen, 10))); err != nil {
+		return err
+	}
 	// Replay and periodic catch-up run beside the pump so a long backlog
 	// streams out instead of overflowing the outbox; live deliveries wait on
 	// the session lock.
@@ -124,18 +131,39 @@ func (c *chatServer) Connect(req *relaypb.ConnectRequest, stream relaypb.Chat_Co
 // pump writes the session's deliveries to the stream until either ends.
 func (n *Node) pump(stream relaypb.Chat_ConnectServer, s *session) error {
 	for {
+		// An ended session or stream wins over a pending delivery whichever
+		// became ready first: a select picks at random among ready cases,
+		// and what the pump does must not depend on that.
+		if err := pumpEnded(stream, s); err != nil {
+			return err
+		}
 		select {
 		case d := <-s.out:
+			if err := pumpEnded(stream, s); err != nil {
+				return err
+			}
 			n.hooks.Gate(n.ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionSend, Key: fmt.Sprintf("%s #%d %s#%d", s.user, s.gen, d.Room, d.Seq)})
 			if err := stream.Send(d); err != nil {
 				return err
 			}
 		case <-s.done:
-			return sessionStatus(s.err())
 		case <-stream.Context().Done():
-			return stream.Context().Err()
 		}
 	}
+}
+
+// pumpEnded returns the status to end the stream with once the session or
+// the stream is over, else nil.
+func pumpEnded(stream relaypb.Chat_ConnectServer, s *session) error {
+	select {
+	case <-s.done:
+		return sessionStatus(s.err())
+	default:
+	}
+	if err := stream.Context().Err(); err != nil {
+		return err
+	}
+	return nil
 }
 
 func sessionStatus(err error) error {

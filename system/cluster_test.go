@@ -12,6 +12,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -80,6 +81,8 @@ func (c *testCluster) redisOptions() *redis.Options {
 		DisableIdentity: true,
 		MaxRetries:      -1,
 		PoolSize:        64,
+		// Maintenance notifications resolve the address on NewClient.
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
 	}
 }
 

@@ -82,7 +82,7 @@ func TestClusterDeliversEveryMessageOnceInOrder(t *testing.T) {
 		mover.disconnect()
 		sent.burst(t, "r", 3, a1, b1, c1) // 22..30, missed by mover
 		c.settle()
-		mover.connect("n1", nil) // cursor 21
+		mover.connect("n1", nil)          // cursor 21
 		sent.burst(t, "r", 2, a1, b1, c1) // 31..36
 		c.settle()
 

@@ -37,6 +37,11 @@ type Node struct {
 	cancel context.CancelFunc
 	epoch  uint64
 
+	// stopRefresh ends the refresh loop; Stop ends it before deregistering,
+	// or a heartbeat could publish the node again.
+	stopRefresh context.CancelFunc
+	refreshWG   sync.WaitGroup
+
 	mu       sync.Mutex // guards the fields below; never held across a block
 	sessions map[string]*session
 	streams  int
@@ -131,33 +136,62 @@ func (n *Node) Start(ctx context.Context) error {
 		return fmt.Errorf("start %s: %w", n.cfg.NodeID, err)
 	}
 	n.epoch = epoch
-	n.wg.Add(2)
+	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
 		_ = n.grpc.Serve(n.deps.Listener) // returns when the server stops
 	}()
+	rctx, stop := context.WithCancel(n.ctx)
+	n.mu.Lock()
+	n.stopRefresh = stop
+	n.mu.Unlock()
+	n.refreshWG.Add(1)
 	go func() {
-		defer n.wg.Done()
-		n.refreshLoop()
+		defer n.refreshWG.Done()
+		n.refreshLoop(rctx)
 	}()
 	return nil
 }
 
 // Stop shuts the node down gracefully: every client stream is closed, the
-// registry entry and the routes it owns are removed, in-flight tasks finish,
-// and every connection is closed.
+// registry entry and the routes it owns are removed, in-flight calls and
+// tasks finish, and every connection is closed. When ctx ends before the
+// in-flight calls do, the server is stopped hard: their streams and
+// connections are cut and Stop does not wait for their handlers.
 func (n *Node) Stop(ctx context.Context) {
 	if !n.markStopped() {
 		return
 	}
-	ctx = WithLabel(ctx, "stop "+n.cfg.NodeID)
+	n.endRefresh()
 	for _, s := range n.sessionList() {
 		s.close(errNodeStopping)
 	}
-	_ = n.dir.Deregister(ctx, NodeInfo{ID: n.cfg.NodeID, Epoch: n.epoch})
-	n.grpc.GracefulStop()
+	_ = n.dir.Deregister(WithLabel(ctx, "stop "+n.cfg.NodeID), NodeInfo{ID: n.cfg.NodeID, Epoch: n.epoch})
+	graceful := make(chan struct{})
+	go func() {
+		defer close(graceful)
+		n.grpc.GracefulStop()
+	}()
+	select {
+	case <-graceful:
+	case <-ctx.Done():
+		// Cuts every connection; handlers that ignore their context may
+		// still be running (GracefulStop returns when they end).
+		n.grpc.Stop()
+	}
 	n.exec.Shutdown()
 	n.finish()
+}
+
+// endRefresh stops the refresh loop and waits for it.
+func (n *Node) endRefresh() {
+	n.mu.Lock()
+	stop := n.stopRefresh
+	n.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	n.refreshWG.Wait()
 }
 
 // Kill stops the node abruptly, as a crash would: connections drop,
@@ -187,6 +221,7 @@ func (n *Node) markStopped() bool {
 
 func (n *Node) finish() {
 	n.cancel()
+	n.refreshWG.Wait()
 	n.wg.Wait()
 	n.peers.closeAll()
 	_ = n.rdb.Close()
@@ -216,17 +251,17 @@ func (n *Node) localSession(user string) *session {
 
 // refreshLoop re-arms the routes of connected users and the node's registry
 // entry, every third of the shorter TTL.
-func (n *Node) refreshLoop() {
+func (n *Node) refreshLoop(ctx context.Context) {
 	every := min(n.cfg.RouteTTL, n.cfg.RegistryTTL) / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for tick := 1; ; tick++ {
 		select {
-		case <-n.ctx.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		ctx := WithLabel(n.ctx, fmt.Sprintf("refresh %s #%d", n.cfg.NodeID, tick))
+		ctx := WithLabel(ctx, fmt.Sprintf("refresh %s #%d", n.cfg.NodeID, tick))
 		n.hooks.Gate(ctx, Point{Node: n.cfg.NodeID, Kind: PointRefresh, Key: fmt.Sprintf("#%d", tick)})
 		users := make([]string, 0)
 		for _, s := range n.sessionList() {

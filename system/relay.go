@@ -22,6 +22,7 @@ const (
 	MDToken   = "x-relay-token"   // the cluster credential
 	MDOp      = "x-op"            // the sender's operation label
 	MDAttempt = "x-relay-attempt" // 1 for the first try
+	MDSession = "x-session"       // Connect's response header: the session is registered
 )
 
 // authUnary rejects relay calls that lack the cluster credential.

@@ -49,15 +49,35 @@ func newSession(n *Node, user string, gen uint64, cursors []*relaypb.Cursor) *se
 	return s
 }
 
+// acquire takes the session lock. An ended session or context wins over a
+// free lock even when both are ready: a select picks at random among ready
+// cases, and the outcome must not depend on that.
 func (s *session) acquire(ctx context.Context) error {
+	if err := s.ended(ctx); err != nil {
+		return err
+	}
 	select {
 	case s.lock <- struct{}{}:
+		if err := s.ended(ctx); err != nil {
+			s.release()
+			return err
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.done:
 		return errSessionClosed
 	}
+}
+
+// ended reports a closed session or a done context.
+func (s *session) ended(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return errSessionClosed
+	default:
+	}
+	return ctx.Err()
 }
 
 func (s *session) release() { <-s.lock }
@@ -180,6 +200,9 @@ func (s *session) pushLocked(d *relaypb.Delivery) error {
 // pushWaitLocked queues d, waiting while the outbox is full, until the
 // session ends.
 func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery) error {
+	if err := s.ended(ctx); err != nil {
+		return err
+	}
 	select {
 	case s.out <- d:
 		s.last[d.Room] = d.Seq
