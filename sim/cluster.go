@@ -57,13 +57,17 @@ type Stats struct {
 }
 
 type simNode struct {
-	idx   int
-	id    string
-	mode  system.Mode
-	n     *system.Node
-	up    bool
-	peak  int
-	epoch uint64
+	// tag names the current incarnation's connections: a crashed
+	// incarnation may still be closing its own when the next one starts.
+	tag         string
+	incarnation int
+	idx         int
+	id          string
+	mode        system.Mode
+	n           *system.Node
+	up          bool
+	peak        int
+	epoch       uint64
 }
 
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
@@ -152,10 +156,12 @@ func (c *Cluster) startNode(sn *simNode) error {
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor
 	}
+	sn.incarnation++
+	sn.tag = fmt.Sprintf("%s@%d", sn.id, sn.incarnation)
 	h := &nodeHooks{c: c, node: sn.id}
 	n, err := system.New(cfg, system.Deps{
 		Listener:      c.Net.Listen(sn.id),
-		Dial:          c.Net.Dialer(sn.id),
+		Dial:          c.Net.Dialer(sn.tag),
 		Redis:         c.redisOptions(),
 		RedisHooks:    []redis.Hook{h},
 		ServerOptions: h.serverOptions(),
@@ -212,6 +218,7 @@ func (c *Cluster) Crash(i int) {
 	c.Trace.Event(c.Now(), sn.id, "node.crash epoch=%d", sn.epoch)
 	c.notePeak(sn)
 	sn.n.Kill()
+
 }
 
 // Restart brings a crashed node back with a new epoch.
@@ -257,7 +264,7 @@ func (c *Cluster) Sample(idle bool, goroutines int) {
 			Core: e.Core, Max: e.Max, Pool: e.Pool, Active: e.Active, Queued: e.Queued, Peak: e.Peak,
 			Completed: e.Completed, CallerRuns: e.CallerRuns,
 			OpenStreams: m.OpenStreams, Sessions: m.Sessions,
-			PeerConns: c.Net.Open(sn.id, "n"), LivePeers: m.LivePeers, ChannelsPerPeer: m.ChannelsPerPeer,
+			PeerConns: c.Net.Open(sn.tag, "n"), LivePeers: m.LivePeers, ChannelsPerPeer: m.ChannelsPerPeer,
 			Transitions: c.Sched.ParkedKinds(sn.id, system.PointSessionOpen, system.PointSessionClose),
 			Goroutines:  goroutines, Connections: conns, Idle: idle,
 		})

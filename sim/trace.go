@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -22,6 +23,9 @@ type Trace struct {
 	text   strings.Builder // the whole trace, when kept
 	n      int
 	frozen atomic.Bool
+	// mu only matters for the ungated negative control: scheduled runs
+	// append from one released goroutine at a time.
+	mu sync.Mutex
 }
 
 // Freeze ends the trace: teardown runs unscheduled, so nothing it does may
@@ -48,12 +52,12 @@ func (t *Trace) Event(at time.Duration, node, format string, args ...any) int {
 	if t.frozen.Load() {
 		return 0
 	}
-	line := fmt.Sprintf("t=%s %s %s", FormatTime(at), node, fmt.Sprintf(format, args...))
-	t.add(line)
-	return t.n
+	return t.add(fmt.Sprintf("t=%s %s %s", FormatTime(at), node, fmt.Sprintf(format, args...)))
 }
 
-func (t *Trace) add(line string) {
+func (t *Trace) add(line string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.n++
 	t.h.Write([]byte(line))
 	t.h.Write([]byte{'\n'})
@@ -65,6 +69,7 @@ func (t *Trace) add(line string) {
 	if len(t.lines) > 2*t.tail && t.tail > 0 {
 		t.lines = append(t.lines[:0], t.lines[len(t.lines)-t.tail:]...)
 	}
+	return t.n
 }
 
 // Len is the number of lines so far.
@@ -72,6 +77,8 @@ func (t *Trace) Len() int { return t.n }
 
 // Hash returns the hex SHA-256 of every line so far (16 bytes shown).
 func (t *Trace) Hash() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return hex.EncodeToString(t.h.Sum(nil)[:16])
 }
 

@@ -12,6 +12,7 @@ import (
 // sentLog records what the senders were acked with: seq -> client msg id.
 type sentLog struct {
 	mu   sync.Mutex
+	next int // for unique client message ids
 	byID map[uint64]string
 }
 
@@ -23,8 +24,8 @@ func (l *sentLog) burst(t *testing.T, room string, n int, senders ...*testUser) 
 		wg.Go(func() {
 			for range n {
 				l.mu.Lock()
-				id := fmt.Sprintf("%s-%d", s.name, len(l.byID))
-				l.byID[uint64(1<<32+len(l.byID))] = "" // reserve: ids stay unique
+				l.next++
+				id := fmt.Sprintf("%s-%d", s.name, l.next)
 				l.mu.Unlock()
 				resp, err := s.trySend(room, id, "payload of "+id)
 				assert.NoError(t, err)
@@ -82,7 +83,8 @@ func TestClusterDeliversEveryMessageOnceInOrder(t *testing.T) {
 		mover.disconnect()
 		sent.burst(t, "r", 3, a1, b1, c1) // 22..30, missed by mover
 		c.settle()
-		mover.connect("n1", nil)          // cursor 21
+		// The mover comes back on another node, with cursor 21.
+		mover.connect("n1", nil)
 		sent.burst(t, "r", 2, a1, b1, c1) // 31..36
 		c.settle()
 

@@ -19,6 +19,10 @@ type peers struct {
 	n  *Node
 	mu sync.Mutex // never held across a Redis call or a dial
 	m  map[string]*peer
+	// closed is set by closeAll: a relay still running on a stopped node
+	// (a caller-runs task in a handler that outlived the server) must not
+	// open connections nobody will close.
+	closed bool
 }
 
 type peer struct {
@@ -51,6 +55,10 @@ func (ps *peers) get(ctx context.Context, server string) (*peer, error) {
 // with Canceled and are retried on the new ones.
 func (ps *peers) install(info NodeInfo) (*peer, error) {
 	ps.mu.Lock()
+	if ps.closed {
+		ps.mu.Unlock()
+		return nil, errNodeStopping
+	}
 	if p := ps.m[info.ID]; p != nil && p.epoch >= info.Epoch {
 		ps.mu.Unlock()
 		return p, nil
@@ -101,6 +109,7 @@ func (ps *peers) forget(server string) {
 
 func (ps *peers) closeAll() {
 	ps.mu.Lock()
+	ps.closed = true
 	servers := make([]string, 0, len(ps.m))
 	for s := range ps.m {
 		servers = append(servers, s)

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relaysim/relaysim/system"
+)
+
+func env(kv map[string]string) func(string) string {
+	return func(k string) string { return kv[k] }
+}
+
+func TestParseFlags(t *testing.T) {
+	base := options{
+		listen: "127.0.0.1:7000", redis: "127.0.0.1:6379", node: "n1", token: "t",
+		mode: system.ModeBulk, core: 30, max: 200, queue: 1000, channels: 1,
+	}
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+		want func(o *options)
+	}{
+		{"defaults are the seeds' pool in bulk mode", []string{"-node", "n1", "-token", "t"}, nil, func(*options) {}},
+		{"every flag", []string{
+			"-node", "n2", "-token", "s", "-listen", ":7002", "-advertise", "relay2:7002", "-redis", "redis:6379",
+			"-mode", "single", "-core", "2", "-max", "4", "-queue", "8", "-channels", "3",
+		}, nil, func(o *options) {
+			*o = options{listen: ":7002", advertise: "relay2:7002", redis: "redis:6379", node: "n2", token: "s",
+				mode: system.ModeSingle, core: 2, max: 4, queue: 8, channels: 3}
+		}},
+		{"environment fallbacks", nil, map[string]string{
+			"RELAYD_NODE": "n3", "RELAYD_TOKEN": "e", "RELAYD_LISTEN": ":7003", "RELAYD_ADVERTISE": "a:1",
+			"RELAYD_REDIS": "r:1", "RELAYD_MODE": "single", "RELAYD_CORE": "1", "RELAYD_MAX": "2",
+			"RELAYD_QUEUE": "0", "RELAYD_CHANNELS": "2",
+		}, func(o *options) {
+			*o = options{listen: ":7003", advertise: "a:1", redis: "r:1", node: "n3", token: "e",
+				mode: system.ModeSingle, core: 1, max: 2, queue: 0, channels: 2}
+		}},
+		{"a flag wins over the environment", []string{"-mode", "bulk", "-node", "n1"},
+			map[string]string{"RELAYD_MODE": "single", "RELAYD_NODE": "nX", "RELAYD_TOKEN": "t"}, func(*options) {}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			got, err := parseFlags(tt.args, env(tt.env), &stderr)
+			require.NoError(t, err, stderr.String())
+			want := base
+			tt.want(&want)
+			assert.Equal(t, want, got)
+			assert.Empty(t, stderr.String())
+		})
+	}
+}
+
+// TestBadFlagsExitWithUsage: relayd refuses bad settings with exit code 2,
+// the reason and the usage on stderr, before touching the network.
+func TestBadFlagsExitWithUsage(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		reason string
+	}{
+		{"unknown flag", []string{"-node", "n1", "-token", "t", "-bogus"}, nil, "flag provided but not defined: -bogus"},
+		{"missing node", []string{"-token", "t"}, nil, "-node is required"},
+		{"missing token", []string{"-node", "n1"}, nil, "-token is required"},
+		{"unknown mode", []string{"-node", "n1", "-token", "t", "-mode", "fast"}, nil, `unknown relay mode "fast"`},
+		{"core above max", []string{"-node", "n1", "-token", "t", "-core", "5", "-max", "4"}, nil, "bad executor sizes"},
+		{"no workers", []string{"-node", "n1", "-token", "t", "-core", "0", "-max", "0"}, nil, "bad executor sizes"},
+		{"negative queue", []string{"-node", "n1", "-token", "t", "-queue", "-1"}, nil, "bad executor sizes"},
+		{"no channels", []string{"-node", "n1", "-token", "t", "-channels", "0"}, nil, "-channels 0"},
+		{"not a number", []string{"-node", "n1", "-token", "t", "-max", "many"}, nil, `invalid value "many"`},
+		{"bad number in the environment", []string{"-node", "n1", "-token", "t"}, map[string]string{"RELAYD_CORE": "x"}, `RELAYD_CORE="x"`},
+		{"stray argument", []string{"-node", "n1", "-token", "t", "extra"}, nil, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := relayd(tt.args, env(tt.env), &stderr)
+			assert.Equal(t, 2, code)
+			assert.Contains(t, stderr.String(), tt.reason)
+			assert.Contains(t, stderr.String(), "usage: relayd")
+		})
+	}
+}
+
+func TestHelpExitsZero(t *testing.T) {
+	var stderr bytes.Buffer
+	assert.Equal(t, 0, relayd([]string{"-h"}, env(nil), &stderr))
+	assert.Contains(t, stderr.String(), "usage: relayd")
+}
+
+func TestAdvertiseAddr(t *testing.T) {
+	actual := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 41234}
+	tests := []struct {
+		listen, advertise, want string
+	}{
+		{"127.0.0.1:7000", "", "127.0.0.1:7000"},
+		{"127.0.0.1:0", "", "127.0.0.1:41234"},
+		{"127.0.0.1:0", "relay1:7000", "relay1:7000"},
+		{":7000", "", ":7000"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, advertiseAddr(options{listen: tt.listen, advertise: tt.advertise}, actual), "%+v", tt)
+	}
+}

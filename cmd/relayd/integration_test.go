@@ -1,0 +1,329 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// The integration test runs a real cluster: three relayd processes over TCP
+// on loopback against a real redis-server, in each relay mode. Real time is
+// unavoidable here, so it waits by polling with generous deadlines, never by
+// fixed sleeps.
+
+const (
+	itToken   = "integration-token"
+	itTimeout = 20 * time.Second // deadline of every wait
+	itPoll    = 20 * time.Millisecond
+)
+
+func TestIntegrationRealCluster(t *testing.T) {
+	redisServer, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server is not on PATH; install it (apt-get install redis-server) to run the real-cluster integration test")
+	}
+	if testing.Short() {
+		t.Skip("starts processes; skipped with -short")
+	}
+	bin := buildRelayd(t)
+	for _, mode := range []string{"single", "bulk"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			redisAddr := startRedis(t, redisServer)
+			var nodes []*relaydProc
+			for i := 1; i <= 3; i++ {
+				nodes = append(nodes, startRelayd(t, bin, fmt.Sprintf("n%d", i), mode, redisAddr))
+			}
+			checkHealth(t, nodes)
+			runChatStory(t, nodes)
+			checkGracefulStop(t, nodes)
+		})
+	}
+}
+
+// runChatStory: members on all three nodes receive every message once, in
+// seq order, while senders on every node send concurrently; a member that
+// disconnects and reconnects to another node with its cursor misses nothing
+// and receives nothing twice.
+func runChatStory(t *testing.T, nodes []*relaydProc) {
+	ctx := context.Background()
+	_, err := nodes[0].chat.CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: "lobby"})
+	require.NoError(t, err)
+	var users []*itUser
+	for i, n := range nodes {
+		for _, suffix := range []string{"a", "b"} {
+			u := connectUser(t, fmt.Sprintf("u%d%s", i+1, suffix), n, nil)
+			_, err := u.node.chat.Join(ctx, &relaypb.JoinRequest{Room: "lobby", User: u.name})
+			require.NoError(t, err)
+			users = append(users, u)
+		}
+	}
+	senders := []*itUser{users[0], users[2], users[4]} // one per node
+	mover := users[5]                                  // on n3
+
+	next := sendBurst(t, senders, 5, 0) // seqs 1..15
+	waitSeqs(t, users, seqs(1, 15))
+
+	mover.close()
+	next = sendBurst(t, senders, 5, next) // 16..30, missed by the mover
+	mover = connectUser(t, mover.name, nodes[0], mover.cursor())
+	users[5] = mover
+	sendBurst(t, senders, 2, next) // 31..36
+	waitSeqs(t, users, seqs(1, 36))
+	for _, u := range users {
+		u.close()
+	}
+}
+
+// checkGracefulStop: SIGTERM closes the open client streams and the process
+// exits 0.
+func checkGracefulStop(t *testing.T, nodes []*relaydProc) {
+	watcher := connectUser(t, "watcher", nodes[2], nil)
+	require.Eventually(t, func() bool { return watcher.connected(t) }, itTimeout, itPoll)
+	for _, n := range nodes {
+		require.NoError(t, n.cmd.Process.Signal(syscall.SIGTERM))
+	}
+	for _, n := range nodes {
+		select {
+		case err := <-n.exited:
+			assert.NoError(t, err, "%s exits 0 after SIGTERM", n.id)
+		case <-time.After(itTimeout):
+			t.Fatalf("%s did not exit after SIGTERM", n.id)
+		}
+	}
+	require.Eventually(t, func() bool { return watcher.streamErr() != nil }, itTimeout, itPoll)
+	assert.Equal(t, codes.Unavailable, status.Code(watcher.streamErr()), "the server closed the stream")
+	watcher.close()
+}
+
+func checkHealth(t *testing.T, nodes []*relaydProc) {
+	for _, n := range nodes {
+		resp, err := healthpb.NewHealthClient(n.conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+		require.NoError(t, err)
+		assert.Equal(t, healthpb.HealthCheckResponse_SERVING, resp.Status, n.id)
+	}
+}
+
+// buildRelayd compiles this command into a temporary directory.
+func buildRelayd(t *testing.T) string {
+	bin := filepath.Join(t.TempDir(), "relayd")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	return bin
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startRedis runs a throwaway redis-server (no persistence) and waits until
+// it answers PING.
+func startRedis(t *testing.T, path string) string {
+	port := freePort(t)
+	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	defer rdb.Close()
+	require.Eventually(t, func() bool { return rdb.Ping(context.Background()).Err() == nil }, itTimeout, itPoll, "redis-server on %s", addr)
+	return addr
+}
+
+// relaydProc is one running relayd and a client connection to it.
+type relaydProc struct {
+	id     string
+	addr   string
+	cmd    *exec.Cmd
+	exited chan error // receives cmd.Wait's result once
+	conn   *grpc.ClientConn
+	chat   relaypb.ChatClient
+}
+
+var servingLine = regexp.MustCompile(`serving on \S+ \(advertised as (\S+)\)`)
+
+// startRelayd starts a node listening on a free loopback port and waits for
+// its "serving" log line.
+func startRelayd(t *testing.T, bin, id, mode, redisAddr string) *relaydProc {
+	cmd := exec.Command(bin, "-node", id, "-mode", mode, "-listen", "127.0.0.1:0", "-redis", redisAddr, "-token", itToken)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	p := &relaydProc{id: id, cmd: cmd, exited: make(chan error, 1)}
+	addr := make(chan string, 1)
+	go scanLog(t, id, stderr, addr)
+	go func() { p.exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill() // no-op once it has exited
+		<-p.exited
+	})
+	select {
+	case p.addr = <-addr:
+	case err := <-p.exited:
+		t.Fatalf("%s exited before serving: %v", id, err)
+	case <-time.After(itTimeout):
+		t.Fatalf("%s did not start serving", id)
+	}
+	p.conn, err = grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { p.conn.Close() })
+	p.chat = relaypb.NewChatClient(p.conn)
+	return p
+}
+
+// scanLog sends the advertised address from the serving line, and keeps
+// the log for the test's output.
+func scanLog(t *testing.T, id string, r io.Reader, addr chan<- string) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := servingLine.FindStringSubmatch(line); m != nil {
+			addr <- m[1]
+		}
+		t.Logf("%s: %s", id, line)
+	}
+}
+
+// itUser is a client connected to one node, collecting deliveries.
+type itUser struct {
+	name   string
+	node   *relaydProc
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu    sync.Mutex
+	got   []*relaypb.Delivery
+	ended error
+}
+
+func connectUser(t *testing.T, name string, n *relaydProc, cursors []*relaypb.Cursor) *itUser {
+	ctx, cancel := context.WithCancel(context.Background())
+	stream, err := relaypb.NewChatClient(n.conn).Connect(ctx, &relaypb.ConnectRequest{User: name, Cursors: cursors})
+	require.NoError(t, err)
+	u := &itUser{name: name, node: n, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(u.done)
+		for {
+			d, err := stream.Recv()
+			u.mu.Lock()
+			if err != nil {
+				u.ended = err
+				u.mu.Unlock()
+				return
+			}
+			u.got = append(u.got, d)
+			u.mu.Unlock()
+		}
+	}()
+	t.Cleanup(u.close)
+	return u
+}
+
+func (u *itUser) close() {
+	u.cancel()
+	<-u.done
+}
+
+// connected reports whether the node has registered the user's session
+// (its route points at the node).
+func (u *itUser) connected(t *testing.T) bool {
+	_, err := u.node.chat.Join(context.Background(), &relaypb.JoinRequest{Room: "lobby", User: u.name})
+	return err == nil && u.streamErr() == nil
+}
+
+func (u *itUser) streamErr() error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.ended
+}
+
+func (u *itUser) seqs() []uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	out := []uint64{}
+	for _, d := range u.got {
+		out = append(out, d.Seq)
+	}
+	return out
+}
+
+func (u *itUser) cursor() []*relaypb.Cursor {
+	s := u.seqs()
+	if len(s) == 0 {
+		return nil
+	}
+	return []*relaypb.Cursor{{Room: "lobby", Seq: slices.Max(s)}}
+}
+
+// sendBurst has every sender send n messages concurrently; it returns the
+// number of messages sent so far (ids stay unique).
+func sendBurst(t *testing.T, senders []*itUser, n, sent int) int {
+	var wg sync.WaitGroup
+	for i, s := range senders {
+		wg.Go(func() {
+			for k := range n {
+				id := fmt.Sprintf("%s-%d", s.name, sent+i*n+k)
+				_, err := s.node.chat.Send(context.Background(), &relaypb.SendRequest{
+					Room: "lobby", User: s.name, ClientMsgId: id, Payload: []byte("payload " + id),
+				})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	return sent + n*len(senders)
+}
+
+// waitSeqs waits until every user has received want, then checks that they
+// received exactly want: once each, in order.
+func waitSeqs(t *testing.T, users []*itUser, want []uint64) {
+	t.Helper()
+	assert.Eventually(t, func() bool {
+		for _, u := range users {
+			if len(u.seqs()) < len(want) {
+				return false
+			}
+		}
+		return true
+	}, itTimeout, itPoll)
+	for _, u := range users {
+		assert.Equal(t, want, u.seqs(), "%s on %s", u.name, u.node.id)
+	}
+}
+
+func seqs(from, to uint64) []uint64 {
+	out := []uint64{}
+	for s := from; s <= to; s++ {
+		out = append(out, s)
+	}
+	return out
+}
