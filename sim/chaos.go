@@ -123,6 +123,10 @@ func (c *Cluster) Liveness() error {
 				return fmt.Errorf("restart n%d: %w", i+1, err)
 			}
 		}
+		// A restart the injector began finishes on its own.
+		for sn.starting {
+			c.Sched.RunFor(10 * time.Millisecond)
+		}
 	}
 	for _, cl := range c.userList() {
 		node := int(hashString(cl.user) % uint64(len(c.nodes)))

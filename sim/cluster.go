@@ -66,8 +66,11 @@ type simNode struct {
 	mode        system.Mode
 	n           *system.Node
 	up          bool
-	peak        int
-	epoch       uint64
+	// starting is set while a start is in progress (the chaos injector and
+	// the liveness phase may both try to bring a node back).
+	starting bool
+	peak     int
+	epoch    uint64
 }
 
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
@@ -147,6 +150,8 @@ func (c *Cluster) NodeIndex(id string) int {
 }
 
 func (c *Cluster) startNode(sn *simNode) error {
+	sn.starting = true
+	defer func() { sn.starting = false }()
 	cfg := system.DefaultConfig()
 	if c.cfg.Node != nil {
 		c.cfg.Node(&cfg)
@@ -224,7 +229,7 @@ func (c *Cluster) Crash(i int) {
 // Restart brings a crashed node back with a new epoch.
 func (c *Cluster) Restart(i int) error {
 	sn := c.nodes[i]
-	if sn.up {
+	if sn.up || sn.starting {
 		return nil
 	}
 	c.Stats.Restarts++

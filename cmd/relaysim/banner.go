@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os/exec"
 	"strings"
 
@@ -21,7 +20,3 @@ func commit() string {
 	return strings.TrimSpace(string(out))
 }
 
-func cmdSweep(args []string, stdout, stderr interface{ Write([]byte) (int, error) }) int {
-	fmt.Fprintln(stderr, "relaysim sweep: not implemented yet")
-	return exitUsage
-}
