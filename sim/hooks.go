@@ -107,7 +107,8 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 func redisOpID(ctx context.Context, name string, args []any) string {
 	key := ""
 	for _, a := range args[min(1, len(args)):] {
-		if s, ok := a.(string); ok && strings.Contains(s, ":") {
+		// The first key-like argument (a script's source is not one).
+		if s, ok := a.(string); ok && strings.Contains(s, ":") && len(s) < 200 && !strings.ContainsAny(s, " \n") {
 			key = s
 			break
 		}

@@ -19,4 +19,3 @@ func commit() string {
 	}
 	return strings.TrimSpace(string(out))
 }
-
