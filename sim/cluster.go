@@ -65,6 +65,7 @@ type simNode struct {
 	id          string
 	mode        system.Mode
 	n           *system.Node
+	hooks       *nodeHooks
 	up          bool
 	// starting is set while a start is in progress (the chaos injector and
 	// the liveness phase may both try to bring a node back).
@@ -164,6 +165,7 @@ func (c *Cluster) startNode(sn *simNode) error {
 	sn.incarnation++
 	sn.tag = fmt.Sprintf("%s@%d", sn.id, sn.incarnation)
 	h := &nodeHooks{c: c, node: sn.id}
+	sn.hooks = h
 	n, err := system.New(cfg, system.Deps{
 		Listener:      c.Net.Listen(sn.id),
 		Dial:          c.Net.Dialer(sn.tag),
@@ -268,9 +270,9 @@ func (c *Cluster) Sample(idle bool, goroutines int) {
 			Time: c.Now(), Node: sn.id,
 			Core: e.Core, Max: e.Max, Pool: e.Pool, Active: e.Active, Queued: e.Queued, Peak: e.Peak,
 			Completed: e.Completed, CallerRuns: e.CallerRuns,
-			OpenStreams: m.OpenStreams, Sessions: m.Sessions,
+			OpenStreams: int(sn.hooks.streams.open.Load()), Sessions: m.Sessions,
 			PeerConns: c.Net.Open(sn.tag, "n"), LivePeers: m.LivePeers, ChannelsPerPeer: m.ChannelsPerPeer,
-			Transitions: c.Sched.ParkedKinds(sn.id, system.PointSessionOpen, system.PointSessionClose),
+			Transitions: c.Sched.ParkedKinds(sn.id, system.PointSessionOpen, system.PointSessionClose) + c.Sched.ParkedPrefix(sn.id, KindRPCRecv, "Connect ") + int(sn.hooks.closing.Load()),
 			Goroutines:  goroutines, Connections: conns, Idle: idle,
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,8 +22,12 @@ import (
 // system.Hooks gates and observations, go-redis hooks, and gRPC
 // interceptors on the node's server and on its calls to peers.
 type nodeHooks struct {
-	c    *Cluster
-	node string
+	c       *Cluster
+	node    string
+	streams streamCounter
+	// closing counts sessions between their session.close gate and their
+	// deregistration (the route is dropped in between).
+	closing atomic.Int64
 }
 
 var (
@@ -32,10 +37,16 @@ var (
 
 func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
 	h.c.Sched.Gate(p.Node, p.Kind, p.Key)
+	if p.Kind == system.PointSessionClose {
+		h.closing.Add(1)
+	}
 }
 
 func (h *nodeHooks) Observe(e any) {
 	c := h.c
+	if se, ok := e.(system.SessionEvent); ok && !se.Open && c.Trace.Frozen() {
+		h.closing.Add(-1)
+	}
 	if c.Trace.Frozen() {
 		return // teardown: unscheduled, nothing may be recorded
 	}
@@ -51,6 +62,9 @@ func (h *nodeHooks) Observe(e any) {
 			Members: e.Members, Local: e.Local, Routes: e.Routes, Tasks: e.Tasks, TraceLine: line,
 		})
 	case system.SessionEvent:
+		if !e.Open {
+			h.closing.Add(-1)
+		}
 		if e.Open {
 			c.Trace.Event(c.Now(), e.Node, "session.open %s", e.User)
 			return
@@ -148,6 +162,7 @@ const (
 
 func (h *nodeHooks) serverOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
+		grpc.StatsHandler(&h.streams),
 		grpc.ChainUnaryInterceptor(h.serverUnary),
 		grpc.ChainStreamInterceptor(h.serverStream),
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing/synctest"
 	"time"
 )
@@ -27,9 +28,14 @@ type Op struct {
 // Gate and block; only the driver (the bubble's root goroutine) calls Run*
 // and releases them one at a time.
 type Scheduler struct {
-	start    time.Time
-	lock     chan struct{} // 1-slot lock: gated goroutines may block on it
-	parked   map[string]*Op
+	start  time.Time
+	lock   chan struct{} // 1-slot lock: gated goroutines may block on it
+	parked map[string]*Op
+	// sorted holds the parked ops in key order (insertion by binary
+	// search), so that ready need not sort every step; readyBuf is ready's
+	// reused result.
+	sorted   []*Op
+	readyBuf []*Op
 	wake     chan struct{}
 	pass     bool
 	strategy Strategy
@@ -93,6 +99,10 @@ func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
 	s.arrived++
 	op.arrival = s.arrived
 	s.parked[op.Key] = op
+	i := sort.Search(len(s.sorted), func(i int) bool { return s.sorted[i].Key >= op.Key })
+	s.sorted = append(s.sorted, nil)
+	copy(s.sorted[i+1:], s.sorted[i:])
+	s.sorted[i] = op
 	<-s.lock
 	select {
 	case s.wake <- struct{}{}:
@@ -143,14 +153,18 @@ func (s *Scheduler) RunUntil(t time.Duration) {
 func (s *Scheduler) RunFor(d time.Duration) { s.RunUntil(s.Now() + d) }
 
 // ready returns the ops that may run now, sorted by key (or arrival for the
-// negative control), and the earliest future ReadyAt (-1: none).
+// negative control), and the earliest future ReadyAt (-1: none). The slice
+// is reused by the next call: callers (step, Strategy.Pick) must not keep it.
 func (s *Scheduler) ready(now time.Duration) ([]*Op, time.Duration) {
 	s.lock <- struct{}{}
 	defer func() { <-s.lock }()
 	next := time.Duration(-1)
-	var out []*Op
-	for _, op := range s.parked {
-		at := max(op.ReadyAt, s.pausedTo[op.Node])
+	out := s.readyBuf[:0]
+	for _, op := range s.sorted { // already in key order: no sort per step
+		at := op.ReadyAt
+		if len(s.pausedTo) > 0 {
+			at = max(at, s.pausedTo[op.Node])
+		}
 		if at <= now {
 			out = append(out, op)
 		} else if next < 0 || at < next {
@@ -159,9 +173,8 @@ func (s *Scheduler) ready(now time.Duration) ([]*Op, time.Duration) {
 	}
 	if s.ByArrival {
 		sort.Slice(out, func(i, j int) bool { return out[i].arrival < out[j].arrival })
-	} else {
-		sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 	}
+	s.readyBuf = out
 	return out, next
 }
 
@@ -178,13 +191,15 @@ func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	}
 	s.lock <- struct{}{}
 	delete(s.parked, op.Key)
+	j := sort.Search(len(s.sorted), func(j int) bool { return s.sorted[j].Key >= op.Key })
+	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...) // keys are unique: s.sorted[j] == op
 	<-s.lock
 	s.Steps++
 	if s.OnRelease != nil {
 		s.OnRelease(op)
 	}
 	if !s.Quiet {
-		s.trace.Event(now, op.Node, "%s %s", op.Kind, op.ID)
+		s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
 	}
 	close(op.release)
 }
@@ -199,6 +214,7 @@ func (s *Scheduler) PassThrough() {
 		ops = append(ops, op)
 	}
 	s.parked = map[string]*Op{}
+	s.sorted = nil
 	<-s.lock
 	for _, op := range ops {
 		close(op.release)
@@ -268,4 +284,17 @@ func (s *Scheduler) Await(done <-chan struct{}, limit time.Duration) bool {
 		}
 		timer.Stop()
 	}
+}
+
+// ParkedPrefix counts parked ops of node of kind whose id starts with prefix.
+func (s *Scheduler) ParkedPrefix(node, kind, prefix string) int {
+	s.lock <- struct{}{}
+	defer func() { <-s.lock }()
+	n := 0
+	for _, op := range s.parked {
+		if op.Node == node && op.Kind == kind && strings.HasPrefix(op.ID, prefix) {
+			n++
+		}
+	}
+	return n
 }

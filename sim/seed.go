@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"sort"
 	"strconv"
@@ -49,10 +48,29 @@ func (s Seed) Unit(key string) float64 {
 	return float64(mix(uint64(s)^hashString(key))>>11) / (1 << 53)
 }
 
-func hashString(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
+// hashString is FNV-1a (hash/fnv's New64a), inlined: no hasher and no
+// []byte copy per call (it runs for every gated op's latency).
+func hashString(s string) uint64 { return fnv1a(fnvOffset, s) }
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+// fnv1a continues an FNV-1a hash h over s: fnv1a(fnv1a(fnvOffset, a), b)
+// equals hashString(a + b).
+func fnv1a(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// unit3 is s.Unit(a + "|" + b + "|" + c) without building the string.
+func (s Seed) unit3(a, b, c string) float64 {
+	h := fnv1a(fnv1a(fnv1a(fnv1a(fnv1a(fnvOffset, a), "|"), b), "|"), c)
+	return float64(mix(uint64(s)^h)>>11) / (1 << 53)
 }
 
 // mix is SplitMix64's finaliser.

@@ -8,7 +8,8 @@ import (
 
 // Strategy chooses which ready op runs next, and may instead delay it (so a
 // schedule explores timing, not only the order of ops parked at the same
-// instant). ready is sorted by key.
+// instant). ready is sorted by key; it is reused after the call (do not
+// keep it).
 type Strategy interface {
 	Pick(ready []*Op, now time.Duration) (index int, delay time.Duration)
 	Name() string

@@ -207,16 +207,18 @@ func (n *Node) openSession(ctx context.Context, s *session) error {
 func (n *Node) closeSession(ctx context.Context, s *session) {
 	s.close(status.Error(codes.Canceled, "stream ended"))
 	n.hooks.Gate(ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionClose, Key: fmt.Sprintf("%s #%d", s.user, s.gen)})
+	// The route goes first, the registration last, with nothing that blocks
+	// between it and the handler's return: a session is registered exactly
+	// while its stream is open.
+	if n.localSession(s.user) == s {
+		_ = n.dir.DropRoute(ctx, s.user, n.cfg.NodeID)
+	}
 	n.mu.Lock()
-	mine := n.sessions[s.user] == s
-	if mine {
+	if n.sessions[s.user] == s {
 		delete(n.sessions, s.user)
 	}
 	n.mu.Unlock()
 	n.hooks.Observe(SessionEvent{Node: n.cfg.NodeID, User: s.user, Reason: fmt.Sprint(s.err())})
-	if mine {
-		_ = n.dir.DropRoute(ctx, s.user, n.cfg.NodeID)
-	}
 }
 
 // syncLoop replays what the client missed, then catches up from the room

@@ -1,0 +1,255 @@
+package scenarios
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/system"
+)
+
+// TestRelayProperties generates rooms, membership changes, connections,
+// sends and faults as a rapid state machine over a simulated cluster, in
+// both relay modes, and checks every property of DESIGN §4: the prefix
+// properties (no stray delivery, per-room order, no loss, no stream leak,
+// bounded workers) after every action, and everything after the liveness
+// phase. The scheduler's picks are rapid draws, so schedules shrink with
+// the actions. A failure prints the banner and rapid's replay flags.
+func TestRelayProperties(t *testing.T) {
+	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
+		t.Run(string(mode), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				rapid.SyncTest(rt, func(rt *rapid.T) { runMachine(rt, mode) })
+			})
+		})
+	}
+}
+
+// rapidChooser makes every scheduler pick a rapid draw.
+type rapidChooser struct{ t *rapid.T }
+
+func (c rapidChooser) IntN(n int) int { return rapid.IntRange(0, n-1).Draw(c.t, "pick") }
+
+// machine is the state machine: a cluster plus what the generator knows.
+type machine struct {
+	c     *sim.Cluster
+	mode  system.Mode
+	mix   sim.FaultMix
+	users []string
+	rooms []string
+	msgs  int
+	down  map[int]bool
+}
+
+func runMachine(rt *rapid.T, mode system.Mode) {
+	m := newMachine(rt, mode)
+	defer m.c.Close()
+	rt.Repeat(map[string]func(*rapid.T){
+		"join":        m.join,
+		"leave":       m.leave,
+		"connect":     m.connect,
+		"disconnect":  m.disconnect,
+		"vanish":      m.vanish,
+		"send":        m.send,
+		"crash":       m.crash,
+		"restart":     m.restart,
+		"partition":   m.partition,
+		"heal":        m.heal,
+		"flushRoutes": m.flushRoutes,
+		"":            m.invariants,
+	})
+	m.finish(rt)
+}
+
+func newMachine(rt *rapid.T, mode system.Mode) *machine {
+	nodes := rapid.IntRange(1, 3).Draw(rt, "nodes")
+	users := rapid.IntRange(1, 4).Draw(rt, "users")
+	p := rapid.SampledFrom([]float64{0, 0, 0.1, 0.3})
+	mix := sim.FaultMix{
+		DropRequest: p.Draw(rt, "drop-request"), DropResponse: p.Draw(rt, "drop-response"),
+		Duplicate: p.Draw(rt, "duplicate"), Delay: p.Draw(rt, "delay"),
+	}
+	m := &machine{mode: mode, mix: mix, down: map[int]bool{}}
+	for i := 1; i <= users; i++ {
+		m.users = append(m.users, fmt.Sprintf("u%d", i))
+	}
+	m.rooms = []string{"r1", "r2"}
+	c, err := sim.NewCluster(sim.ClusterConfig{
+		Seed: sim.Seed(rapid.Uint64().Draw(rt, "seed")), Mode: mode, Nodes: nodes,
+		Executor: system.ExecutorConfig{Core: 1, Max: 3, Queue: 2, KeepAlive: 5 * time.Second},
+		Node:     func(nc *system.Config) { nc.OutboxSize = 16 },
+		Cost:     sim.DefaultCost(), Mix: mix,
+		Strategy: &sim.Random{C: rapidChooser{rt}},
+		Trace:    sim.NewTrace(false, 60),
+	})
+	if err != nil {
+		rt.Fatalf("start cluster: %v", err)
+	}
+	m.c = c
+	for _, r := range m.rooms {
+		c.Do(sim.Action{User: m.users[0], Kind: sim.ActCreate, Room: r})
+	}
+	c.Sched.RunFor(50 * time.Millisecond)
+	return m
+}
+
+// act queues an action now and lets a drawn amount of virtual time pass.
+func (m *machine) act(rt *rapid.T, a sim.Action) {
+	a.At = m.c.Now()
+	m.c.Do(a)
+	gap := rapid.SampledFrom([]time.Duration{0, time.Millisecond, 20 * time.Millisecond, 300 * time.Millisecond, 3 * time.Second}).Draw(rt, "then")
+	m.c.Sched.RunFor(gap)
+}
+
+func (m *machine) user(rt *rapid.T) string { return rapid.SampledFrom(m.users).Draw(rt, "user") }
+func (m *machine) room(rt *rapid.T) string { return rapid.SampledFrom(m.rooms).Draw(rt, "room") }
+func (m *machine) node(rt *rapid.T) int {
+	return rapid.IntRange(0, len(m.c.NodeIDs())-1).Draw(rt, "node")
+}
+
+func (m *machine) join(rt *rapid.T) {
+	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActJoin, Room: m.room(rt), Node: m.node(rt)})
+}
+
+func (m *machine) leave(rt *rapid.T) {
+	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActLeave, Room: m.room(rt), Node: m.node(rt)})
+}
+
+func (m *machine) connect(rt *rapid.T) {
+	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActConnect, Node: m.node(rt)})
+}
+
+func (m *machine) disconnect(rt *rapid.T) {
+	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActDisconnect})
+}
+
+func (m *machine) vanish(rt *rapid.T) {
+	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActVanish})
+}
+
+func (m *machine) send(rt *rapid.T) {
+	m.msgs++
+	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSend, Room: m.room(rt), Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
+}
+
+func (m *machine) crash(rt *rapid.T) {
+	i := m.node(rt)
+	if m.down[i] || len(m.down)+1 >= len(m.c.NodeIDs()) {
+		rt.Skip("keep one node up")
+	}
+	m.down[i] = true
+	m.inject(rt, sim.Fault{Kind: "crash", Node: i})
+}
+
+func (m *machine) restart(rt *rapid.T) {
+	i := m.node(rt)
+	if !m.down[i] {
+		rt.Skip("node is up")
+	}
+	delete(m.down, i)
+	m.inject(rt, sim.Fault{Kind: "restart", Node: i})
+}
+
+func (m *machine) partition(rt *rapid.T) {
+	n := len(m.c.NodeIDs())
+	if n < 2 {
+		rt.Skip("one node")
+	}
+	a := m.node(rt)
+	f := sim.Fault{Kind: "partition", Node: a, Peer: -1}
+	if rapid.Bool().Draw(rt, "isolate") == false {
+		f.Peer = (a + 1 + rapid.IntRange(0, n-2).Draw(rt, "peer")) % n
+		f.OneWay = rapid.Bool().Draw(rt, "one-way")
+	}
+	m.inject(rt, f)
+}
+
+func (m *machine) heal(rt *rapid.T) {
+	m.c.Net.Heal()
+	m.c.Sched.RunFor(10 * time.Millisecond)
+}
+
+func (m *machine) flushRoutes(rt *rapid.T) { m.inject(rt, sim.Fault{Kind: "route-flush"}) }
+
+// inject applies a fault from a goroutine of its own (a crash waits for
+// the node's tasks, which the driver must keep scheduling).
+func (m *machine) inject(rt *rapid.T, f sim.Fault) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		m.c.Sched.Gate("chaos", sim.KindChaos, fmt.Sprintf("%v %s", m.c.Now(), f))
+		m.c.Inject(f)
+	}()
+	if !m.c.Sched.Await(done, time.Minute) {
+		rt.Fatalf("fault %s did not complete within a minute of virtual time", f)
+	}
+}
+
+// invariants are the properties that hold at every quiescent point: what
+// was delivered so far is a prefix of what is owed, nothing is stray, no
+// acked send is lost, streams match sessions, pools stay within bounds.
+func (m *machine) invariants(rt *rapid.T) {
+	m.c.Sample(false, 0)
+	final, err := m.c.Final()
+	if err != nil {
+		rt.Fatalf("read state: %v", err)
+	}
+	h := *m.c.History()
+	h.Final = final
+	var vs []model.Violation
+	vs = append(vs, model.CheckNoStray(&h)...)
+	vs = append(vs, model.CheckOrdering(&h)...)
+	vs = append(vs, model.CheckNoLoss(&h)...)
+	vs = append(vs, model.CheckStreamLeaks(&model.History{Samples: h.Samples})...)
+	vs = append(vs, model.CheckWorkers(&model.History{Mode: h.Mode, Samples: h.Samples, Dispatches: h.Dispatches})...)
+	if len(vs) > 0 {
+		rt.Fatal(m.banner("invariant after an action", vs))
+	}
+}
+
+// finish runs the liveness phase and checks everything.
+func (m *machine) finish(rt *rapid.T) {
+	if err := m.c.Liveness(); err != nil {
+		rt.Fatalf("liveness: %v", err)
+	}
+	m.c.Sched.RunFor(60 * time.Second)
+	m.c.Sample(false, 0)
+	m.c.Sched.RunFor(6 * time.Second)
+	m.c.Sample(true, 0)
+	final, err := m.c.Final()
+	if err != nil {
+		rt.Fatalf("read state: %v", err)
+	}
+	h := m.c.History()
+	h.Final = final
+	h.KeepAliveBound = 20 * time.Second
+	if vs := model.Check(h); len(vs) > 0 {
+		rt.Fatal(m.banner("after the liveness phase", vs))
+	}
+}
+
+func (m *machine) banner(when string, vs []model.Violation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s\nrelaysim property FAILED %s: mode=%s nodes=%d users=%d faults: %s\n",
+		strings.Repeat("=", 78), when, m.mode, len(m.c.NodeIDs()), len(m.users), m.mix)
+	for i, v := range vs {
+		if i == 10 {
+			fmt.Fprintf(&b, "... and %d more\n", len(vs)-10)
+			break
+		}
+		fmt.Fprintf(&b, "violated: %s\n", v)
+	}
+	fmt.Fprintln(&b, "last trace lines:")
+	for _, l := range m.c.Trace.Tail(30) {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	fmt.Fprintf(&b, "trace-hash %s\n", m.c.Trace.Hash())
+	fmt.Fprintf(&b, "replay: go test ./scenarios -run 'TestRelayProperties/%s$' with the -rapid.failfile (or -rapid.seed) printed below\n", m.mode)
+	fmt.Fprintln(&b, "note: a seed belongs to its commit; rapid's fail files in testdata/rapid are kept as regression cases.")
+	return b.String()
+}

@@ -1,0 +1,159 @@
+package sim
+
+import (
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/relaysim/relaysim/system"
+)
+
+// Simulation-speed benchmarks (DESIGN.md §8). They never run under a plain
+// `go test ./...`; run them with, e.g.
+//
+//	go test -run '^$' -bench . -benchtime=1x ./sim/
+//
+// Custom metrics: virtual-s/wall-s (speed against real time), ops/s
+// (released gated operations, Result.Steps, per wall second) and
+// wall-ms/seed (one complete run). BenchmarkAxisB50 also reports peak heap.
+
+// benchRun runs one simulation from a benchmark. synctest bubbles need a
+// *testing.T, which a benchmark does not have, so the run is wrapped in a
+// one-test testing.RunTests (its own T and bubble; the match function accepts
+// it whatever -test.run says). Run(nil, ...) is not used here: its in-process
+// testing.M would re-apply this binary's flags (-run '^$' would skip the
+// run, and -cpuprofile would truncate the benchmark's own profile).
+func benchRun(b *testing.B, cfg Config) *Result {
+	b.Helper()
+	var res *Result
+	tests := []testing.InternalTest{{Name: "BenchRun", F: func(t *testing.T) {
+		if res == nil { // -count=N would run the test N times: once is enough
+			res = Run(t, cfg)
+		}
+	}}}
+	always := func(string, string) (bool, error) { return true, nil }
+	if !testing.RunTests(always, tests) || res == nil {
+		b.Fatalf("seed %s mode %s: the simulation test failed", cfg.Seed, cfg.Mode)
+	}
+	if res.Failed() {
+		b.Fatalf("seed %s mode %s: err=%v bubble=%v violations=%d", cfg.Seed, cfg.Mode, res.Err, res.BubbleErr, len(res.Violations))
+	}
+	return res
+}
+
+// speed accumulates runs and reports the custom metrics.
+type speed struct {
+	virtual, wall time.Duration
+	steps, runs   int
+	hash          string
+}
+
+func (s *speed) add(b *testing.B, r *Result) {
+	if s.hash != "" && r.TraceHash != s.hash {
+		b.Fatalf("seed %s mode %s: trace hash %s, earlier iteration %s", r.Config.Seed, r.Config.Mode, r.TraceHash, s.hash)
+	}
+	s.hash = r.TraceHash
+	s.virtual += r.Virtual
+	s.wall += r.Wall
+	s.steps += r.Steps
+	s.runs++
+}
+
+func (s *speed) report(b *testing.B) {
+	if s.runs == 0 || s.wall <= 0 {
+		return
+	}
+	b.ReportMetric(s.virtual.Seconds()/s.wall.Seconds(), "virtual-s/wall-s")
+	b.ReportMetric(float64(s.steps)/s.wall.Seconds(), "ops/s")
+	b.ReportMetric(float64(s.wall.Milliseconds())/float64(s.runs), "wall-ms/seed")
+	b.ReportMetric(float64(s.steps)/float64(s.runs), "steps/seed")
+}
+
+// BenchmarkDefaultRun is `relaysim run -seed 0x2a` in each mode.
+func BenchmarkDefaultRun(b *testing.B) {
+	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
+		b.Run("mode="+string(mode), func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Seed, cfg.Mode = 0x2a, mode
+			var s speed
+			for b.Loop() {
+				s.add(b, benchRun(b, cfg))
+			}
+			s.report(b)
+		})
+	}
+}
+
+// axisB50 is the heaviest Axis B condition of the seeds
+// (single-vs-bulk-relay-remeasured): 3 nodes, one room of 150 users, 50
+// messages/s for 120 s then a 60 s drain, pool core 30 / max 200 / queue
+// 1000 / keep-alive 60 s, no faults and no churn.
+func axisB50(mode system.Mode) Config {
+	cfg := DefaultConfig()
+	cfg.Seed, cfg.Mode, cfg.Nodes = 0x2a, mode, 3
+	cfg.Users, cfg.Rooms, cfg.RoomsPerUser, cfg.Churn = 150, 1, 1, 0
+	cfg.Rate, cfg.Duration, cfg.Drain = 50, 120*time.Second, 60*time.Second
+	cfg.Bounds = NoFaults()
+	cfg.Executor = system.ExecutorConfig{Core: 30, Max: 200, Queue: 1000, KeepAlive: 60 * time.Second}
+	return cfg
+}
+
+// BenchmarkAxisB50 runs the heaviest Axis B condition in each mode. Use
+// -benchtime=1x: one iteration takes tens of seconds or more. Besides the
+// speed metrics it reports the peak heap in use during the run (sampled
+// every 10 ms of wall time, above the heap in use before it) in total and
+// per simulated user.
+func BenchmarkAxisB50(b *testing.B) {
+	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
+		b.Run("mode="+string(mode), func(b *testing.B) {
+			cfg := axisB50(mode)
+			b.ReportAllocs()
+			var s speed
+			var peak uint64
+			for b.Loop() {
+				base, stop := heapSampler()
+				s.add(b, benchRun(b, cfg))
+				if p := stop(); p > base {
+					peak = max(peak, p-base)
+				}
+			}
+			s.report(b)
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+			b.ReportMetric(float64(peak)/float64(cfg.Users), "heap-B/user")
+		})
+	}
+}
+
+// heapSampler records HeapInuse (after a GC, as the base) and then samples
+// it every 10 ms until stop is called; stop returns the maximum seen.
+func heapSampler() (base uint64, stop func() uint64) {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base = ms.HeapInuse
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	var peak uint64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		var ms runtime.MemStats
+		for {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapInuse)
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return base, func() uint64 {
+		close(done)
+		wg.Wait()
+		return peak
+	}
+}
