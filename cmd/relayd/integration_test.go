@@ -74,7 +74,7 @@ func runChatStory(t *testing.T, nodes []*relaydProc) {
 	var users []*itUser
 	for i, n := range nodes {
 		for _, suffix := range []string{"a", "b"} {
-			u := connectUser(t, fmt.Sprintf("u%d%s", i+1, suffix), n, nil)
+			u := connectUser(t, fmt.Sprintf("u%d%s", i+1, suffix), n)
 			_, err := u.node.chat.Join(ctx, &relaypb.JoinRequest{Room: "lobby", User: u.name})
 			require.NoError(t, err)
 			users = append(users, u)
@@ -88,9 +88,8 @@ func runChatStory(t *testing.T, nodes []*relaydProc) {
 
 	mover.close()
 	next = sendBurst(t, senders, 5, next) // 16..30, missed by the mover
-	mover = connectUser(t, mover.name, nodes[0], mover.cursor())
-	users[5] = mover
-	sendBurst(t, senders, 2, next) // 31..36
+	mover.connect(t, nodes[0])            // with its cursor, to another node
+	sendBurst(t, senders, 2, next)        // 31..36
 	waitSeqs(t, users, seqs(1, 36))
 	for _, u := range users {
 		u.close()
@@ -100,15 +99,18 @@ func runChatStory(t *testing.T, nodes []*relaydProc) {
 // checkGracefulStop: SIGTERM closes the open client streams and the process
 // exits 0.
 func checkGracefulStop(t *testing.T, nodes []*relaydProc) {
-	watcher := connectUser(t, "watcher", nodes[2], nil)
-	require.Eventually(t, func() bool { return watcher.connected(t) }, itTimeout, itPoll)
+	_, err := nodes[2].chat.Join(context.Background(), &relaypb.JoinRequest{Room: "lobby", User: "watcher"})
+	require.NoError(t, err)
+	watcher := connectUser(t, "watcher", nodes[2])
+	sendBurst(t, []*itUser{watcher}, 1, 1000)
+	waitSeqs(t, []*itUser{watcher}, seqs(37, 37)) // the stream is open
 	for _, n := range nodes {
 		require.NoError(t, n.cmd.Process.Signal(syscall.SIGTERM))
 	}
 	for _, n := range nodes {
 		select {
-		case err := <-n.exited:
-			assert.NoError(t, err, "%s exits 0 after SIGTERM", n.id)
+		case <-n.exited:
+			assert.NoError(t, n.err, "%s exits 0 after SIGTERM", n.id)
 		case <-time.After(itTimeout):
 			t.Fatalf("%s did not exit after SIGTERM", n.id)
 		}
@@ -147,6 +149,7 @@ func freePort(t *testing.T) int {
 func startRedis(t *testing.T, path string) string {
 	port := freePort(t)
 	cmd := exec.Command(path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no")
+	dieWithTest(cmd)
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
@@ -164,7 +167,8 @@ type relaydProc struct {
 	id     string
 	addr   string
 	cmd    *exec.Cmd
-	exited chan error // receives cmd.Wait's result once
+	exited chan struct{} // closed when the process has exited
+	err    error         // cmd.Wait's result, once exited is closed
 	conn   *grpc.ClientConn
 	chat   relaypb.ChatClient
 }
@@ -175,21 +179,30 @@ var servingLine = regexp.MustCompile(`serving on \S+ \(advertised as (\S+)\)`)
 // its "serving" log line.
 func startRelayd(t *testing.T, bin, id, mode, redisAddr string) *relaydProc {
 	cmd := exec.Command(bin, "-node", id, "-mode", mode, "-listen", "127.0.0.1:0", "-redis", redisAddr, "-token", itToken)
+	dieWithTest(cmd)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	p := &relaydProc{id: id, cmd: cmd, exited: make(chan error, 1)}
+	p := &relaydProc{id: id, cmd: cmd, exited: make(chan struct{})}
 	addr := make(chan string, 1)
-	go scanLog(t, id, stderr, addr)
-	go func() { p.exited <- cmd.Wait() }()
+	logged := make(chan struct{})
+	go func() {
+		defer close(logged)
+		scanLog(t, id, stderr, addr)
+	}()
+	go func() {
+		<-logged // Wait closes the pipe: read it to the end first
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill() // no-op once it has exited
 		<-p.exited
 	})
 	select {
 	case p.addr = <-addr:
-	case err := <-p.exited:
-		t.Fatalf("%s exited before serving: %v", id, err)
+	case <-p.exited:
+		t.Fatalf("%s exited before serving: %v", id, p.err)
 	case <-time.After(itTimeout):
 		t.Fatalf("%s did not start serving", id)
 	}
@@ -225,13 +238,25 @@ type itUser struct {
 	ended error
 }
 
-func connectUser(t *testing.T, name string, n *relaydProc, cursors []*relaypb.Cursor) *itUser {
+func connectUser(t *testing.T, name string, n *relaydProc) *itUser {
+	u := &itUser{name: name}
+	u.connect(t, n)
+	return u
+}
+
+// connect opens the user's stream on n with the cursor of what it has
+// received so far; deliveries add to its history.
+func (u *itUser) connect(t *testing.T, n *relaydProc) {
 	ctx, cancel := context.WithCancel(context.Background())
-	stream, err := relaypb.NewChatClient(n.conn).Connect(ctx, &relaypb.ConnectRequest{User: name, Cursors: cursors})
+	stream, err := relaypb.NewChatClient(n.conn).Connect(ctx, &relaypb.ConnectRequest{User: u.name, Cursors: u.cursor()})
 	require.NoError(t, err)
-	u := &itUser{name: name, node: n, cancel: cancel, done: make(chan struct{})}
+	done := make(chan struct{})
+	u.node, u.cancel, u.done = n, cancel, done
+	u.mu.Lock()
+	u.ended = nil
+	u.mu.Unlock()
 	go func() {
-		defer close(u.done)
+		defer close(done)
 		for {
 			d, err := stream.Recv()
 			u.mu.Lock()
@@ -245,19 +270,11 @@ func connectUser(t *testing.T, name string, n *relaydProc, cursors []*relaypb.Cu
 		}
 	}()
 	t.Cleanup(u.close)
-	return u
 }
 
 func (u *itUser) close() {
 	u.cancel()
 	<-u.done
-}
-
-// connected reports whether the node has registered the user's session
-// (its route points at the node).
-func (u *itUser) connected(t *testing.T) bool {
-	_, err := u.node.chat.Join(context.Background(), &relaypb.JoinRequest{Room: "lobby", User: u.name})
-	return err == nil && u.streamErr() == nil
 }
 
 func (u *itUser) streamErr() error {

@@ -1,0 +1,75 @@
+package scenarios
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/system"
+)
+
+var (
+	seedFlag  = flag.String("seed", "", "replay one seed of TestRelaySeeds (hex 0x2a or decimal)")
+	seedsFlag = flag.Int("seeds", 100, "how many seeds TestRelaySeeds sweeps per mode (from -seed-base)")
+	seedBase  = flag.Uint64("seed-base", 1, "first seed of the TestRelaySeeds sweep")
+	traceFlag = flag.String("trace", "", "with -seed: write the whole trace to this file")
+)
+
+// TestRelaySeeds runs the runner's default simulation (workload, faults,
+// liveness phase, every property) on a sample of seeds in both modes: the
+// same runs as `relaysim sweep`. With -seed it replays that one seed, and
+// -trace writes its trace. A failure prints the banner with the replay
+// command.
+func TestRelaySeeds(t *testing.T) {
+	seeds, err := seedList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if testing.Short() && *seedFlag == "" {
+		seeds = seeds[:min(len(seeds), 10)]
+	}
+	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
+		t.Run(string(mode), func(t *testing.T) {
+			for _, seed := range seeds {
+				t.Run(seed.String(), func(t *testing.T) {
+					t.Parallel()
+					runSeed(t, seed, mode)
+				})
+			}
+		})
+	}
+}
+
+func seedList() ([]sim.Seed, error) {
+	if *seedFlag != "" {
+		s, err := sim.ParseSeed(*seedFlag)
+		return []sim.Seed{s}, err
+	}
+	out := make([]sim.Seed, *seedsFlag)
+	for i := range out {
+		out[i] = sim.Seed(*seedBase + uint64(i))
+	}
+	return out, nil
+}
+
+func runSeed(t *testing.T, seed sim.Seed, mode system.Mode) {
+	cfg := sim.DefaultConfig()
+	cfg.Seed, cfg.Mode = seed, mode
+	cfg.KeepTrace = *traceFlag != ""
+	res := sim.Run(t, cfg)
+	if *traceFlag != "" && res.Trace != nil {
+		if err := os.WriteFile(*traceFlag, []byte(res.Trace.Text()), 0o644); err != nil {
+			t.Errorf("write trace: %v", err)
+		}
+	}
+	if *seedFlag != "" {
+		t.Logf("seed %s mode %s trace-hash: %s", seed, mode, res.TraceHash)
+	}
+	if res.Failed() {
+		replay := fmt.Sprintf("go test ./scenarios -run 'TestRelaySeeds/%s/%s$' -seed=%s -trace=trace.txt", mode, seed, seed)
+		t.Fatalf("%s\n%s", model.Summarize(res.Violations), sim.Banner(res, replay, "this commit"))
+	}
+}
