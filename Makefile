@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all test test-long bench proto proto-tools lint run sweep ci
+.PHONY: all test test-race bench proto proto-tools lint run sweep teeth integration
 
 all: lint test
 
@@ -16,6 +16,11 @@ test:
 
 test-race:
 	$(GO) test -race ./...
+
+## integration: three relayd processes against a real redis-server, both
+## modes (skips when redis-server is not installed)
+integration:
+	$(GO) test -count=1 -run Integration -v ./cmd/relayd/
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
@@ -33,3 +38,11 @@ proto:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
 	$(GO) vet ./...
+
+## teeth: build the suite against each catalogued mutant; each must be caught
+teeth:
+	$(GO) test ./scenarios -run TestTeeth -teeth -count=1 -v -timeout 60m
+
+## sweep: the issue's 400-run sweep
+sweep:
+	$(GO) run ./cmd/relaysim sweep -seeds 1-200 -mode both

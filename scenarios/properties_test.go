@@ -43,19 +43,25 @@ type machine struct {
 	users []string
 	rooms []string
 	msgs  int
+	nodes int
 	down  map[int]bool
 }
 
 func runMachine(rt *rapid.T, mode system.Mode) {
 	m := newMachine(rt, mode)
 	defer m.c.Close()
+	// Sends and bursts are listed twice: rapid picks actions uniformly, and
+	// most bugs need traffic to show.
 	rt.Repeat(map[string]func(*rapid.T){
+		"send":        m.send,
+		"send2":       m.send,
+		"burst":       m.burst,
+		"burst2":      m.burst,
 		"join":        m.join,
 		"leave":       m.leave,
 		"connect":     m.connect,
 		"disconnect":  m.disconnect,
 		"vanish":      m.vanish,
-		"send":        m.send,
 		"crash":       m.crash,
 		"restart":     m.restart,
 		"partition":   m.partition,
@@ -67,9 +73,9 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 }
 
 func newMachine(rt *rapid.T, mode system.Mode) *machine {
-	nodes := rapid.IntRange(1, 3).Draw(rt, "nodes")
-	users := rapid.IntRange(1, 4).Draw(rt, "users")
-	p := rapid.SampledFrom([]float64{0, 0, 0.1, 0.3})
+	nodes := rapid.IntRange(2, 3).Draw(rt, "nodes")
+	users := rapid.IntRange(2, 5).Draw(rt, "users")
+	p := rapid.SampledFrom([]float64{0, 0.1, 0.3, 0.5})
 	mix := sim.FaultMix{
 		DropRequest: p.Draw(rt, "drop-request"), DropResponse: p.Draw(rt, "drop-response"),
 		Duplicate: p.Draw(rt, "duplicate"), Delay: p.Draw(rt, "delay"),
@@ -79,6 +85,7 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 		m.users = append(m.users, fmt.Sprintf("u%d", i))
 	}
 	m.rooms = []string{"r1", "r2"}
+	m.nodes = nodes
 	c, err := sim.NewCluster(sim.ClusterConfig{
 		Seed: sim.Seed(rapid.Uint64().Draw(rt, "seed")), Mode: mode, Nodes: nodes,
 		Executor: system.ExecutorConfig{Core: 1, Max: 3, Queue: 2, KeepAlive: 5 * time.Second},
@@ -93,6 +100,11 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 	m.c = c
 	for _, r := range m.rooms {
 		c.Do(sim.Action{User: m.users[0], Kind: sim.ActCreate, Room: r})
+	}
+	// Everybody starts in r1 and connected somewhere: traffic from step one.
+	for _, u := range m.users {
+		c.Do(sim.Action{User: u, Kind: sim.ActJoin, Room: "r1", At: 10 * time.Millisecond})
+		c.Do(sim.Action{User: u, Kind: sim.ActConnect, Node: m.node(rt), At: 20 * time.Millisecond})
 	}
 	c.Sched.RunFor(50 * time.Millisecond)
 	return m
@@ -109,7 +121,7 @@ func (m *machine) act(rt *rapid.T, a sim.Action) {
 func (m *machine) user(rt *rapid.T) string { return rapid.SampledFrom(m.users).Draw(rt, "user") }
 func (m *machine) room(rt *rapid.T) string { return rapid.SampledFrom(m.rooms).Draw(rt, "room") }
 func (m *machine) node(rt *rapid.T) int {
-	return rapid.IntRange(0, len(m.c.NodeIDs())-1).Draw(rt, "node")
+	return rapid.IntRange(0, m.nodes-1).Draw(rt, "node")
 }
 
 func (m *machine) join(rt *rapid.T) {
@@ -135,6 +147,17 @@ func (m *machine) vanish(rt *rapid.T) {
 func (m *machine) send(rt *rapid.T) {
 	m.msgs++
 	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSend, Room: m.room(rt), Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
+}
+
+// burst makes every user send at the same instant: a dense moment where
+// the order of parked operations decides the outcome.
+func (m *machine) burst(rt *rapid.T) {
+	room := m.room(rt)
+	for _, u := range m.users {
+		m.msgs++
+		m.c.Do(sim.Action{At: m.c.Now(), User: u, Kind: sim.ActSend, Room: room, Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
+	}
+	m.c.Sched.RunFor(rapid.SampledFrom([]time.Duration{0, 5 * time.Millisecond, time.Second}).Draw(rt, "then"))
 }
 
 func (m *machine) crash(rt *rapid.T) {
