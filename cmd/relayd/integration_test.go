@@ -64,7 +64,8 @@ func TestIntegrationRealCluster(t *testing.T) {
 }
 
 // runChatStory: members on all three nodes receive every message once, in
-// seq order, while senders on every node send concurrently; a member that
+// seq order, while senders on every node send concurrently; a join and a
+// leave mid-stream bound what those users receive; a member that
 // disconnects and reconnects to another node with its cursor misses nothing
 // and receives nothing twice.
 func runChatStory(t *testing.T, nodes []*relaydProc) {
@@ -81,17 +82,27 @@ func runChatStory(t *testing.T, nodes []*relaydProc) {
 		}
 	}
 	senders := []*itUser{users[0], users[2], users[4]} // one per node
-	mover := users[5]                                  // on n3
+	leaver, mover := users[3], users[5]                // on n2, n3
+	late := connectUser(t, "late", nodes[1])           // not a member yet
 
 	next := sendBurst(t, senders, 5, 0) // seqs 1..15
 	waitSeqs(t, users, seqs(1, 15))
+	joined, err := nodes[1].chat.Join(ctx, &relaypb.JoinRequest{Room: "lobby", User: late.name})
+	require.NoError(t, err)
+	left, err := nodes[1].chat.Leave(ctx, &relaypb.LeaveRequest{Room: "lobby", User: leaver.name})
+	require.NoError(t, err)
+	require.Equal(t, uint64(16), joined.FromSeq)
+	require.Equal(t, uint64(15), left.ToSeq)
 
 	mover.close()
 	next = sendBurst(t, senders, 5, next) // 16..30, missed by the mover
 	mover.connect(t, nodes[0])            // with its cursor, to another node
 	sendBurst(t, senders, 2, next)        // 31..36
-	waitSeqs(t, users, seqs(1, 36))
-	for _, u := range users {
+	stayers := slices.DeleteFunc(slices.Clone(users), func(u *itUser) bool { return u == leaver })
+	waitSeqs(t, stayers, seqs(1, 36))
+	waitSeqs(t, []*itUser{late}, seqs(16, 36))
+	assert.Equal(t, seqs(1, 15), leaver.seqs(), "nothing after leave")
+	for _, u := range append(users, late) {
 		u.close()
 	}
 }

@@ -22,6 +22,8 @@ type runFlags struct {
 	trace     string
 	cfg       sim.Config
 	faults    bool
+	bound     int
+	limit     int
 }
 
 func newRunFlags(name string, stderr io.Writer) *runFlags {
@@ -46,6 +48,8 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 	fs.IntVar(&c.Executor.Max, "max", c.Executor.Max, "executor max pool size")
 	fs.IntVar(&c.Executor.Queue, "queue", c.Executor.Queue, "executor queue capacity")
 	fs.IntVar(&c.PCTDepth, "pct-depth", c.PCTDepth, "priority changes of the pct scheduler")
+	fs.IntVar(&f.bound, "bound", 2, "exhaustive scheduler: most preemptions per schedule")
+	fs.IntVar(&f.limit, "max-schedules", 100000, "exhaustive scheduler: stop after this many schedules")
 	fs.BoolVar(&f.faults, "faults", true, "inject faults (swarm: each seed draws its own mix)")
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
 	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
@@ -65,6 +69,9 @@ func (f *runFlags) parse(args []string) error {
 	if err != nil {
 		return err
 	}
+	if f.scheduler == "exhaustive" {
+		f.tiny()
+	}
 	f.cfg.Seed = seed
 	f.cfg.Mode = system.Mode(f.mode)
 	f.cfg.Scheduler = f.scheduler
@@ -73,6 +80,39 @@ func (f *runFlags) parse(args []string) error {
 	}
 	f.cfg.KeepTrace = f.trace != ""
 	return f.cfg.Validate()
+}
+
+// tiny applies sim.TinyConfig to every size the user did not set: the
+// exhaustive scheduler is for tiny configurations.
+func (f *runFlags) tiny() {
+	set := map[string]bool{}
+	f.fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	t := sim.TinyConfig()
+	c := &f.cfg
+	pick := func(name string, dst *int, v int) {
+		if !set[name] {
+			*dst = v
+		}
+	}
+	pick("nodes", &c.Nodes, t.Nodes)
+	pick("users", &c.Users, t.Users)
+	pick("rooms", &c.Rooms, t.Rooms)
+	pick("rooms-per-user", &c.RoomsPerUser, t.RoomsPerUser)
+	if !set["duration"] {
+		c.Duration = t.Duration
+	}
+	if !set["drain"] {
+		c.Drain = t.Drain
+	}
+	if !set["rate"] {
+		c.Rate = t.Rate
+	}
+	if !set["churn"] {
+		c.Churn = t.Churn
+	}
+	if !set["faults"] {
+		f.faults = false
+	}
 }
 
 func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
@@ -85,7 +125,15 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk [flags]; -h lists the flags\n", name)
 		return exitUsage
 	}
-	res := sim.Run(nil, f.cfg)
+	var res *sim.Result
+	if f.cfg.Scheduler == "exhaustive" {
+		var n int
+		var complete bool
+		res, n, complete = sim.Explore(nil, f.cfg, f.bound, f.limit)
+		fmt.Fprintf(stdout, "schedules:   %d explored (bound %d)%s\n", n, f.bound, map[bool]string{true: ", all of them", false: ""}[complete])
+	} else {
+		res = sim.Run(nil, f.cfg)
+	}
 	if f.trace != "" && res.Trace != nil {
 		if err := os.WriteFile(f.trace, []byte(res.Trace.Text()), 0o644); err != nil {
 			fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
