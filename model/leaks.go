@@ -17,6 +17,9 @@ func CheckStreamLeaks(h *History) []Violation {
 	}
 	for i, ev := range h.Events {
 		if ev.Kind == KindDisconnect && ev.Vanish {
+			if closedBefore(ev, h.Events[:i]) {
+				continue
+			}
 			if v, bad := judgeVanish(ev, h.Events[i+1:], h.KeepAliveBound); bad {
 				out = append(out, v)
 			}
@@ -47,6 +50,26 @@ func sampleStreams(s Sample) []Violation {
 		})
 	}
 	return out
+}
+
+// closedBefore reports whether the node had already closed the stream
+// before the client vanished (a crash, say, that the client had not noticed
+// yet): a session-closed for the user on that node after its last connect
+// there.
+func closedBefore(ev Event, before []Event) bool {
+	for i := len(before) - 1; i >= 0; i-- {
+		e := before[i]
+		if e.User != ev.User || e.Node != ev.Node {
+			continue
+		}
+		switch e.Kind {
+		case KindSessionClosed:
+			return true
+		case KindConnect:
+			return false
+		}
+	}
+	return false
 }
 
 // judgeVanish looks, in the events after a vanish, for the first

@@ -47,8 +47,10 @@ func TestCheckStreamLeaks(t *testing.T) {
 		{"vanish never closed; a close elsewhere does not count", nil, []Event{
 			vanish(3, 10*s, "u1", "n1"), closed(4, 11*s, "u1", "n2"), closed(5, 12*s, "u2", "n1"),
 		}, []Violation{{Property: PropStreamLeak, User: "u1", Node: "n1", TraceLines: []int{3}}}},
-		{"a close before the vanish does not count", nil, []Event{
-			closed(2, 5*s, "u1", "n1"), vanish(3, 10*s, "u1", "n1"),
+		{"a close before the last connect does not count", nil, []Event{
+			closed(2, 5*s, "u1", "n1"),
+			{Time: 6 * s, Kind: KindConnect, User: "u1", Node: "n1", OK: true},
+			vanish(3, 10*s, "u1", "n1"),
 		}, []Violation{{Property: PropStreamLeak, User: "u1", Node: "n1", TraceLines: []int{3}}}},
 	}
 	for _, tt := range tests {
@@ -87,4 +89,22 @@ func TestCheckGoroutineLeaks(t *testing.T) {
 	assert.Equal(t, PropGoroutineLeak, got[0].Property)
 	assert.Equal(t, "no-goroutine-leaks: 2 goroutine(s) left after teardown: "+
 		"goroutine 12 [chan receive]: system.(*Session).pump; goroutine 40 [select]: grpc.(*ClientConn).idle", got[0].String())
+}
+
+// A node that closed the stream before the client vanished (a crash the
+// client had not noticed yet) owes nothing more.
+func TestCheckStreamLeaksClosedBeforeVanish(t *testing.T) {
+	h := &History{KeepAliveBound: 15 * time.Second, Events: []Event{
+		{Time: 1 * time.Second, Kind: KindConnect, User: "u2", Node: "n3", OK: true, TraceLine: 1},
+		{Time: 4 * time.Second, Kind: KindSessionClosed, User: "u2", Node: "n3", TraceLine: 2},
+		{Time: 5 * time.Second, Kind: KindDisconnect, Vanish: true, User: "u2", Node: "n3", TraceLine: 3},
+	}}
+	assert.Empty(t, CheckStreamLeaks(h))
+	// After a new connect to the same node, the old close does not count.
+	h.Events = append(h.Events[:2],
+		Event{Time: 6 * time.Second, Kind: KindConnect, User: "u2", Node: "n3", OK: true, TraceLine: 4},
+		Event{Time: 7 * time.Second, Kind: KindDisconnect, Vanish: true, User: "u2", Node: "n3", TraceLine: 5})
+	vs := CheckStreamLeaks(h)
+	require.Len(t, vs, 1)
+	assert.Equal(t, []int{5}, vs[0].TraceLines)
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -67,6 +68,8 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"partition":   m.partition,
 		"heal":        m.heal,
 		"flushRoutes": m.flushRoutes,
+		"redisOutage": m.redisOutage,
+		"slowClient":  m.slowClient,
 		"":            m.invariants,
 	})
 	m.finish(rt)
@@ -92,7 +95,7 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 		Node:     func(nc *system.Config) { nc.OutboxSize = 16 },
 		Cost:     sim.DefaultCost(), Mix: mix,
 		Strategy: &sim.Random{C: rapidChooser{rt}},
-		Trace:    sim.NewTrace(false, 60),
+		Trace:    sim.NewTrace(*traceFlag != "", 60),
 	})
 	if err != nil {
 		rt.Fatalf("start cluster: %v", err)
@@ -199,6 +202,16 @@ func (m *machine) heal(rt *rapid.T) {
 
 func (m *machine) flushRoutes(rt *rapid.T) { m.inject(rt, sim.Fault{Kind: "route-flush"}) }
 
+func (m *machine) redisOutage(rt *rapid.T) {
+	d := rapid.SampledFrom([]time.Duration{50 * time.Millisecond, time.Second}).Draw(rt, "for")
+	m.inject(rt, sim.Fault{Kind: "redis-outage", For: d})
+}
+
+func (m *machine) slowClient(rt *rapid.T) {
+	d := rapid.SampledFrom([]time.Duration{100 * time.Millisecond, 2 * time.Second}).Draw(rt, "for")
+	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSlow, For: d})
+}
+
 // inject applies a fault from a goroutine of its own (a crash waits for
 // the node's tasks, which the driver must keep scheduling).
 func (m *machine) inject(rt *rapid.T, f sim.Fault) {
@@ -257,6 +270,9 @@ func (m *machine) finish(rt *rapid.T) {
 }
 
 func (m *machine) banner(when string, vs []model.Violation) string {
+	if *traceFlag != "" {
+		_ = os.WriteFile(*traceFlag, []byte(m.c.Trace.Text()), 0o644)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%s\nrelaysim property FAILED %s: mode=%s nodes=%d users=%d faults: %s\n",
 		strings.Repeat("=", 78), when, m.mode, len(m.c.NodeIDs()), len(m.users), m.mix)
@@ -272,7 +288,7 @@ func (m *machine) banner(when string, vs []model.Violation) string {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	fmt.Fprintf(&b, "trace-hash %s\n", m.c.Trace.Hash())
-	fmt.Fprintf(&b, "replay: go test ./scenarios -run 'TestRelayProperties/%s$' with the -rapid.failfile (or -rapid.seed) printed below\n", m.mode)
+	fmt.Fprintf(&b, "replay: go test%s ./scenarios -run 'TestRelayProperties/%s$' with the -rapid.failfile (or -rapid.seed) printed below\n", overlayArg(), m.mode)
 	fmt.Fprintln(&b, "note: a seed belongs to its commit; rapid's fail files in testdata/rapid are kept as regression cases.")
 	return b.String()
 }

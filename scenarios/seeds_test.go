@@ -15,7 +15,7 @@ var (
 	seedFlag  = flag.String("seed", "", "replay one seed of TestRelaySeeds (hex 0x2a or decimal)")
 	seedsFlag = flag.Int("seeds", 100, "how many seeds TestRelaySeeds sweeps per mode (from -seed-base)")
 	seedBase  = flag.Uint64("seed-base", 1, "first seed of the TestRelaySeeds sweep")
-	traceFlag = flag.String("trace", "", "with -seed: write the whole trace to this file")
+	traceFlag = flag.String("simtrace", "", "write the whole simulation trace to this file (go test reserves -trace for its execution tracer)")
 )
 
 // TestRelaySeeds runs the runner's default simulation (workload, faults,
@@ -69,7 +69,17 @@ func runSeed(t *testing.T, seed sim.Seed, mode system.Mode) {
 		t.Logf("seed %s mode %s trace-hash: %s", seed, mode, res.TraceHash)
 	}
 	if res.Failed() {
-		replay := fmt.Sprintf("go test ./scenarios -run 'TestRelaySeeds/%s/%s$' -seed=%s -trace=trace.txt", mode, seed, seed)
+		replay := fmt.Sprintf("go test%s ./scenarios -run 'TestRelaySeeds/%s/%s$' -seed=%s -simtrace=trace.txt", overlayArg(), mode, seed, seed)
 		t.Fatalf("%s\n%s", model.Summarize(res.Violations), sim.Banner(res, replay, "this commit"))
 	}
+}
+
+// overlayArg is " -overlay=FILE" when the suite runs against a mutant (the
+// teeth harness sets RELAYSIM_OVERLAY), so a pasted replay command builds
+// the same broken variant.
+func overlayArg() string {
+	if o := os.Getenv("RELAYSIM_OVERLAY"); o != "" {
+		return " -overlay=" + o
+	}
+	return ""
 }

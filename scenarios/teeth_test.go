@@ -110,8 +110,41 @@ func runMutant(t *testing.T, root, overlay string, m mutant) (string, bool) {
 	if m.pkg != "./scenarios" {
 		args = append([]string{"test", "-overlay=" + overlay, "-count=1", m.pkg, "-run", m.run}, m.args...)
 	}
+	return goTest(ctx, root, overlay, args...)
+}
+
+func goTest(ctx context.Context, root, overlay string, args ...string) (string, bool) {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "RELAYSIM_OVERLAY="+overlay)
 	out, err := cmd.CombinedOutput()
 	return string(out), err != nil && strings.Contains(string(out), "--- FAIL")
+}
+
+var (
+	replayRe = regexp.MustCompile(`replay:\s+(go test -overlay=\S+ \./scenarios -run '([^']+)' -seed=(\S+))`)
+	hashRe   = regexp.MustCompile(`trace-hash (\w+)`)
+)
+
+// A broken variant caught by the seed sweep prints a banner whose replay
+// command, pasted, fails the same way with the same trace hash.
+func TestTeethReplayCommand(t *testing.T) {
+	if !*teethFlag {
+		t.Skip("runs with -teeth (make teeth)")
+	}
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	m := catalog[1] // gap-not-filled
+	overlay := writeOverlay(t, root, m)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	out, caught := goTest(ctx, root, overlay, "test", "-overlay="+overlay, "-count=1", "./scenarios", "-run", "TestRelaySeeds/bulk", "-seeds=40", "-failfast")
+	require.True(t, caught, "the seed sweep did not catch %s:\n%s", m.name, out)
+	cmdm, hash := replayRe.FindStringSubmatch(out), hashRe.FindStringSubmatch(out)
+	require.NotNil(t, cmdm, "no replay command in:\n%s", out)
+	require.NotNil(t, hash)
+	t.Logf("banner says: %s (trace-hash %s)", cmdm[1], hash[1])
+	again, failed := goTest(ctx, root, overlay, "test", "-overlay="+overlay, "-count=1", "./scenarios", "-run", cmdm[2], "-seed="+cmdm[3])
+	require.True(t, failed, "the pasted replay command passed:\n%s", again)
+	require.Contains(t, again, "trace-hash "+hash[1], "the replay ran differently")
 }

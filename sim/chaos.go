@@ -65,6 +65,8 @@ func (c *Cluster) Inject(f Fault) {
 		c.Sched.Pause(c.nodes[f.Node].id, c.Now()+f.For)
 	case "redis-outage":
 		c.faults.outages = append(c.faults.outages, [2]time.Duration{c.Now(), c.Now() + f.For})
+	case "redis-spike":
+		c.faults.addSpike(c.Now(), c.Now()+f.For, redisSpikeLatency)
 	case "route-flush":
 		c.FlushRoutes()
 	case "vanish":

@@ -325,8 +325,14 @@ func (cl *Client) connect(node int) {
 	stream, err := relaypb.NewChatClient(cc).Connect(ctx, &relaypb.ConnectRequest{User: cl.user, Cursors: cursors})
 	if err == nil {
 		// Wait until the node registered the session (its header), so a
-		// quick disconnect never races the node's accept.
-		_, err = stream.Header()
+		// quick disconnect never races the node's accept. A stream that
+		// ended without headers ends with a status: read it.
+		var md metadata.MD
+		if md, err = stream.Header(); err == nil && len(md.Get(system.MDSession)) == 0 {
+			if _, err = stream.Recv(); err == nil {
+				err = status.Error(codes.Internal, "stream without a session header")
+			}
+		}
 	}
 	if err != nil {
 		cancel()

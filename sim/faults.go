@@ -16,11 +16,13 @@ type FaultBounds struct {
 	RedisErrors float64
 	// The largest number of each timed fault in a run's fault phase.
 	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
+	// RedisSpikes are windows in which every Redis command is slow.
+	RedisSpikes int
 }
 
 // DefaultBounds is the runner's default.
 func DefaultBounds() FaultBounds {
-	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1}
+	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1}
 }
 
 // NoFaults turns every fault off.
@@ -32,6 +34,7 @@ func NoFaults() FaultBounds { return FaultBounds{} }
 type FaultMix struct {
 	DropRequest, DropResponse, Duplicate, Delay, RedisError                          float64
 	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
+	RedisSpikes                                                                      int
 }
 
 // DrawMix draws a seed's fault mix within b.
@@ -55,6 +58,7 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 		Crashes:    n(b.Crashes), Partitions: n(b.Partitions), Pauses: n(b.Pauses),
 		RedisOutages: n(b.RedisOutages), RouteFlushes: n(b.RouteFlushes), Vanishes: n(b.Vanishes),
 		SlowConsumers: n(b.SlowConsumers),
+		RedisSpikes:   n(b.RedisSpikes),
 	}
 }
 
@@ -82,6 +86,7 @@ func (m FaultMix) String() string {
 	addN("route-flush", m.RouteFlushes)
 	addN("vanish", m.Vanishes)
 	addN("slow-consumer", m.SlowConsumers)
+	addN("redis-spike", m.RedisSpikes)
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -91,7 +96,7 @@ func (m FaultMix) String() string {
 // Fault is one timed fault of the fault phase.
 type Fault struct {
 	At   time.Duration
-	Kind string // crash, restart, partition, heal, pause, redis-outage, route-flush, vanish, slow
+	Kind string // crash, restart, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow
 	Node int    // node index (crash, restart, pause, partition side a)
 	Peer int    // partition side b (-1: isolate Node from everyone)
 	// OneWay cuts only Node -> Peer.
@@ -112,6 +117,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("partition n%d<->n%d for %v", f.Node+1, f.Peer+1, f.For)
 	case "crash", "pause":
 		return fmt.Sprintf("%s n%d for %v", f.Kind, f.Node+1, f.For)
+	case "redis-spike":
+		return fmt.Sprintf("redis-spike +%v for %v", redisSpikeLatency, f.For)
 	case "restart":
 		return fmt.Sprintf("restart n%d", f.Node+1)
 	case "heal":
@@ -153,6 +160,9 @@ func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end tim
 	}
 	for range m.RedisOutages {
 		fs = append(fs, Fault{At: at(), Kind: "redis-outage", For: dur(100*time.Millisecond, 2*time.Second)})
+	}
+	for range m.RedisSpikes {
+		fs = append(fs, Fault{At: at(), Kind: "redis-spike", For: dur(500*time.Millisecond, 3*time.Second)})
 	}
 	for range m.RouteFlushes {
 		fs = append(fs, Fault{At: at(), Kind: "route-flush"})

@@ -137,7 +137,7 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 // redisGate parks a Redis command; afterwards it may fail it (an outage
 // window or a drawn command error).
 func (c *Cluster) redisGate(node, id string) error {
-	c.Sched.Gate(node, KindRedis, id)
+	c.Sched.GateDelay(node, KindRedis, id, c.faults.spike(c.Now()))
 	if c.Trace.Frozen() {
 		return nil
 	}

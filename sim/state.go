@@ -22,6 +22,7 @@ type faultState struct {
 	mix     FaultMix
 	on      bool
 	outages [][2]time.Duration
+	spikes  [][3]time.Duration // start, end, extra latency
 	counts  map[string]int
 }
 
@@ -51,6 +52,31 @@ func (f *faultState) redisDown(now time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// redisSpikeLatency is what a latency spike adds to every Redis command.
+const redisSpikeLatency = 50 * time.Millisecond
+
+func (f *faultState) addSpike(from, to, extra time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.spikes = append(f.spikes, [3]time.Duration{from, to, extra})
+}
+
+// spike returns the extra Redis latency at now.
+func (f *faultState) spike(now time.Duration) time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.on {
+		return 0
+	}
+	var d time.Duration
+	for _, w := range f.spikes {
+		if now >= w[0] && now < w[1] {
+			d = max(d, w[2])
+		}
+	}
+	return d
 }
 
 // readLog reads a room log straight from miniredis (after the run).

@@ -27,18 +27,22 @@ import (
 // to a node with cursors and collect what they receive. Everything is built
 // inside the caller's synctest bubble and torn down by t.Cleanup, which runs
 // inside the bubble too, so timers and TTLs are virtual and nothing outlives
-// the test.
+// the test. Benchmarks use the same cluster in real time (inRealTime), and
+// optionally against a real redis-server (withRedisAddr).
 
 const testToken = "cluster-secret"
 
 // testCluster is a relay cluster in one process.
 type testCluster struct {
-	t    testing.TB
-	mode Mode
-	cfg  func(*Config) // applied to every node's Config
-	mr   *miniredis.Miniredis
-	rdb  *redis.Client // the test's own view of Redis
-	rec  *recorder
+	t        testing.TB
+	mode     Mode
+	cfg      func(*Config)        // applied to every node's Config
+	deps     func(string, *Deps)  // applied to every node's Deps
+	realTime bool                 // outside a bubble: settle is the caller's business
+	addr     string               // a real Redis to use instead of miniredis
+	mr       *miniredis.Miniredis // nil with a real Redis
+	rdb      *redis.Client        // the test's own view of Redis
+	rec      *recorder
 
 	mu    sync.Mutex
 	lis   map[string]*bufconn.Listener // current listener per address
@@ -53,6 +57,16 @@ type clusterOpt func(*testCluster)
 // withConfig adjusts every node's Config.
 func withConfig(f func(*Config)) clusterOpt { return func(c *testCluster) { c.cfg = f } }
 
+// withDeps adjusts every node's Deps (node id, deps).
+func withDeps(f func(string, *Deps)) clusterOpt { return func(c *testCluster) { c.deps = f } }
+
+// inRealTime builds the cluster outside a synctest bubble (benchmarks).
+func inRealTime() clusterOpt { return func(c *testCluster) { c.realTime = true } }
+
+// withRedisAddr uses the Redis server at addr (flushed first) instead of
+// miniredis.
+func withRedisAddr(addr string) clusterOpt { return func(c *testCluster) { c.addr = addr } }
+
 // newCluster starts nodes n1..nN in mode. Call it inside synctest.Test.
 func newCluster(t testing.TB, mode Mode, nodes int, opts ...clusterOpt) *testCluster {
 	c := &testCluster{
@@ -62,10 +76,17 @@ func newCluster(t testing.TB, mode Mode, nodes int, opts ...clusterOpt) *testClu
 	for _, o := range opts {
 		o(c)
 	}
-	c.mr = miniredis.NewMiniRedis()
-	c.mr.ClockTTL(true)
+	if c.addr == "" {
+		c.mr = miniredis.NewMiniRedis()
+		// TTLs follow the bubble's clock. Not in real time: ClockTTL sorts
+		// every key on every command, which would dominate a benchmark.
+		c.mr.ClockTTL(!c.realTime)
+	}
 	c.rdb = redis.NewClient(c.redisOptions())
 	t.Cleanup(c.close)
+	if c.addr != "" {
+		require.NoError(t, c.rdb.FlushAll(context.Background()).Err())
+	}
 	for i := 1; i <= nodes; i++ {
 		c.startNode(fmt.Sprintf("n%d", i))
 	}
@@ -75,6 +96,12 @@ func newCluster(t testing.TB, mode Mode, nodes int, opts ...clusterOpt) *testClu
 // redisOptions reach miniredis through m.Dial: the IP literal is never
 // dialled, nothing resolves a name, and no retry adds jitter.
 func (c *testCluster) redisOptions() *redis.Options {
+	if c.addr != "" {
+		return &redis.Options{
+			Addr:                     c.addr,
+			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		}
+	}
 	return &redis.Options{
 		Addr:            "127.0.0.1:6379",
 		Dialer:          func(context.Context, string, string) (net.Conn, error) { return c.mr.Dial() },
@@ -105,13 +132,17 @@ func (c *testCluster) startNode(id string) *Node {
 		c.cfg(&cfg)
 	}
 	l := bufconn.Listen(1 << 20)
-	n, err := New(cfg, Deps{
+	deps := Deps{
 		Listener:     l,
 		Dial:         c.dial,
 		Redis:        c.redisOptions(),
 		TargetScheme: "passthrough",
 		Hooks:        c.rec,
-	})
+	}
+	if c.deps != nil {
+		c.deps(id, &deps)
+	}
+	n, err := New(cfg, deps)
 	require.NoError(c.t, err)
 	c.mu.Lock()
 	c.lis[id] = l
@@ -140,7 +171,9 @@ func (c *testCluster) close() {
 		n.Stop(context.Background())
 	}
 	_ = c.rdb.Close()
-	c.mr.Close()
+	if c.mr != nil {
+		c.mr.Close()
+	}
 }
 
 // clientConn opens a gRPC client connection to node over bufconn, through
@@ -197,8 +230,13 @@ func (c *testCluster) logLen(room string) int64 {
 	return n
 }
 
-// settle lets every goroutine of the bubble run until all are blocked.
-func (c *testCluster) settle() { synctest.Wait() }
+// settle lets every goroutine of the bubble run until all are blocked. In
+// real time it does nothing: the caller waits for what it needs.
+func (c *testCluster) settle() {
+	if !c.realTime {
+		synctest.Wait()
+	}
+}
 
 // testUser is a client: one user connected to one node at a time, with a
 // goroutine that collects its deliveries.

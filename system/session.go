@@ -177,10 +177,9 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait
 			}
 		}
 	}
-	// Seqs outside every window are skipped, not owed: move past them.
-	if s.last[room] < upto {
-		s.last[room] = upto
-	}
+	// Seqs outside every window are skipped, not owed: move past them. The
+	// room is known from now on, even when nothing was owed.
+	s.last[room] = max(s.last[room], upto)
 	return wins, nil
 }
 
