@@ -49,6 +49,12 @@ var catalog = []mutant{
 		pkg: "./scenarios", run: "TestRelayProperties",
 	},
 	{
+		name: "goroutine-leak-on-start",
+		file: "system/node.go",
+		find: "func (n *Node) Start(ctx context.Context) error {\n", replace: "func (n *Node) Start(ctx context.Context) error {\n\tgo func() { <-make(chan struct{}) }()\n",
+		pkg: "./scenarios", run: "TestRelaySeeds/bulk", args: []string{"-seeds=2"},
+	},
+	{
 		name: "map-order-grouping",
 		file: "system/fanout.go",
 		find: "sort.Slice(out, func(i, j int) bool { return out[i].server < out[j].server })", replace: "_ = sort.Slice",

@@ -43,6 +43,10 @@ type Config struct {
 	Actions []Action
 	// FixedCost, when set, replaces the seed-drawn cost model.
 	FixedCost *CostModel
+	// OnLeftovers, when set, is called inside the bubble with the finished
+	// result when goroutines outlived teardown, before synctest fails the
+	// bubble with its dump.
+	OnLeftovers func(*Result)
 }
 
 // DefaultConfig is the runner's embedded default: 3 nodes, 12 users in 3
@@ -221,6 +225,11 @@ func (res *Result) finish(c *Cluster, id string) {
 	c.hist.Final = final
 	res.History = &c.hist
 	res.Violations = model.Check(&c.hist)
+	if len(final.LeftoverGoroutines) > 0 && res.Config.OnLeftovers != nil {
+		// synctest is about to fail the bubble with a dump of every
+		// goroutine; give the caller the readable report first.
+		res.Config.OnLeftovers(res)
+	}
 }
 
 // runSampled drives the bubble until virtual time end, sampling metrics
@@ -332,7 +341,11 @@ func goroutinesOf(id string) (int, []string) {
 	want := fmt.Sprintf(`"relaysim":"%s"`, id)
 	total := 0
 	var stacks []string
-	for _, rec := range strings.Split(buf.String(), "\n\n") {
+	text := buf.String()
+	if _, rest, ok := strings.Cut(text, "\n"); ok && strings.HasPrefix(text, "goroutine profile:") {
+		text = rest // the header line, not a record
+	}
+	for _, rec := range strings.Split(text, "\n\n") {
 		if !strings.Contains(rec, want) {
 			continue
 		}

@@ -125,6 +125,20 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk [flags]; -h lists the flags\n", name)
 		return exitUsage
 	}
+	report := func(res *sim.Result) int {
+		summary(stdout, res)
+		if res.Failed() {
+			fmt.Fprint(stdout, Banner(res, replayCommand(f)))
+		}
+		fmt.Fprintf(stdout, "trace-hash: %s\n", res.TraceHash)
+		if res.Failed() {
+			return exitFail
+		}
+		return exitOK
+	}
+	// Goroutines left after teardown make synctest abort the process with
+	// a dump of every goroutine: report readably and exit first.
+	f.cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res)) }
 	var res *sim.Result
 	if f.cfg.Scheduler == "exhaustive" {
 		var n int
@@ -139,15 +153,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
 		}
 	}
-	summary(stdout, res)
-	if res.Failed() {
-		fmt.Fprint(stdout, Banner(res, replayCommand(f)))
-	}
-	fmt.Fprintf(stdout, "trace-hash: %s\n", res.TraceHash)
-	if res.Failed() {
-		return exitFail
-	}
-	return exitOK
+	return report(res)
 }
 
 func summary(w io.Writer, r *sim.Result) {
