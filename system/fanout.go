@@ -16,7 +16,7 @@ import (
 func (n *Node) dispatch(m *relaypb.RelayedMessage, members []string, retry bool) {
 	id := fmt.Sprintf("%s#%d", m.Room, m.Seq)
 	if retry {
-		id = fmt.Sprintf("%s#%d retry%d", m.Room, m.Seq, n.nextDup(id))
+		id = fmt.Sprintf("%s#%d retry%d", m.Room, m.Seq, n.nextRetry())
 	}
 	ctx := WithLabel(n.ctx, "dispatch "+id)
 	ev := DispatchEvent{Node: n.cfg.NodeID, Room: m.Room, Seq: m.Seq, Mode: n.cfg.Mode, Retry: retry, Members: members}
@@ -98,9 +98,11 @@ func groupByServer(routes map[string]string, self string) []serverGroup {
 	return out
 }
 
-func (n *Node) nextDup(id string) int {
+// nextRetry numbers the fan-outs of retried sends, so their operation
+// labels stay unique (a per-message map would grow without bound).
+func (n *Node) nextRetry() uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.dups[id]++
-	return n.dups[id]
+	n.retries++
+	return n.retries
 }

@@ -46,7 +46,7 @@ type Node struct {
 	sessions map[string]*session
 	streams  int
 	gen      uint64
-	dups     map[string]int
+	retries  uint64
 	stopped  bool
 
 	wg sync.WaitGroup // serve and refresh goroutines
@@ -64,7 +64,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	if deps.Redis == nil {
 		return nil, fmt.Errorf("node %s: no redis options", cfg.NodeID)
 	}
-	n := &Node{cfg: cfg, deps: deps, hooks: deps.Hooks, sessions: map[string]*session{}, dups: map[string]int{}}
+	n := &Node{cfg: cfg, deps: deps, hooks: deps.Hooks, sessions: map[string]*session{}}
 	if n.hooks == nil {
 		n.hooks = noHooks{}
 	}
