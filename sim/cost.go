@@ -78,6 +78,7 @@ func (c CostModel) Latency(node, kind, id string) time.Duration {
 
 // Gate kinds the simulator adds to the system's own Point kinds.
 const (
+	KindRPCSend = "rpc.send" // a node is about to call a peer
 	KindRPCRecv = "rpc.recv" // a call arrives at a server (after the network hop)
 	KindRPCDone = "rpc.done" // a call's response is back at its caller
 	KindRedis   = "redis"    // a Redis command is about to be sent

@@ -23,7 +23,7 @@ func TestDebugDiff(t *testing.T) {
 	}
 	cfg := denseConfig(seed, system.Mode(mode))
 	cfg.KeepTrace = true
-	for i := range 6 {
+	for i := range 12 {
 		r := Run(t, cfg)
 		os.WriteFile(fmt.Sprintf("/tmp/dd%d.txt", i), []byte(r.Trace.Text()), 0o644)
 	}

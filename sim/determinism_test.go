@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,9 +59,17 @@ func TestDeterminismSameSeedSameTrace(t *testing.T) {
 			outcomes := map[string]bool{}
 			for s := 1; s <= seeds; s++ {
 				seed := Seed(0xd00d0000 + s)
-				a := runOK(t, denseConfig(seed, mode))
-				b := runOK(t, denseConfig(seed, mode))
-				require.Equal(t, a.TraceHash, b.TraceHash, "seed %s mode %s replayed differently", seed, mode)
+				cfg := denseConfig(seed, mode)
+				cfg.KeepTrace = true
+				a := runOK(t, cfg)
+				b := runOK(t, cfg)
+				if a.TraceHash != b.TraceHash {
+					dir := os.TempDir()
+					_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("relaysim-%s-%s-1.txt", seed, mode)), []byte(a.Trace.Text()), 0o644)
+					_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("relaysim-%s-%s-2.txt", seed, mode)), []byte(b.Trace.Text()), 0o644)
+					t.Fatalf("seed %s mode %s replayed differently (traces in %s/relaysim-%s-%s-{1,2}.txt): %s",
+						seed, mode, dir, seed, mode, divergence(a.Trace.Text(), b.Trace.Text()))
+				}
 				require.Equal(t, deliveries(a.History), deliveries(b.History))
 				if prev, dup := hashes[a.TraceHash]; dup {
 					t.Fatalf("seeds %s and %s gave the same trace hash", prev, seed)
@@ -113,4 +123,18 @@ func TestDeterminismNegativeControls(t *testing.T) {
 			assert.True(t, diverged, "%s: ten seeds replayed identically; the determinism check would have no teeth", tc.name)
 		})
 	}
+}
+
+// divergence shows where two traces part: the first differing line with
+// the lines before it.
+func divergence(a, b string) string {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := 0; i < len(la) && i < len(lb); i++ {
+		if la[i] != lb[i] {
+			from := max(0, i-8)
+			return fmt.Sprintf("first difference at line %d:\n  common: %s\n  run 1:  %s\n  run 2:  %s",
+				i+1, strings.Join(la[from:i], "\n          "), la[i], lb[i])
+		}
+	}
+	return fmt.Sprintf("one trace is a prefix of the other (%d vs %d lines)", len(la), len(lb))
 }

@@ -69,8 +69,13 @@ func (h *nodeHooks) Observe(e any) {
 			c.Trace.Event(c.Now(), e.Node, "session.open %s", e.User)
 			return
 		}
-		line := c.Trace.Event(c.Now(), e.Node, "session.closed %s (%s)", e.User, e.Reason)
+		// The reason is not traced: at a crash, whether the node's shutdown
+		// or the dropped stream closes a session first is a race that
+		// changes nothing else.
+		line := c.Trace.Event(c.Now(), e.Node, "session.closed %s", e.User)
 		c.record(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: e.User, Node: e.Node, TraceLine: line})
+	case system.TaskEvent:
+		c.Trace.Event(c.Now(), e.Node, "submit %s -> %s", e.Label, e.Placement)
 	case system.RelayEvent:
 		c.Stats.Relays++
 		res := "ok"
@@ -219,6 +224,9 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	target := strings.TrimPrefix(cc.Target(), "passthrough:///")
 	id := shortMethod(method) + " " + system.Label(ctx) + " ->" + target
 	key := h.node + "|" + id + "|" + attemptOf(ctx)
+	// A retry may wake from its back-off timer at the same instant as
+	// others: park before any fault decision or trace line.
+	c.Sched.Gate(h.node, KindRPCSend, id+" "+attemptOf(ctx))
 	fs := c.seeds.faults.Derive("net")
 	k := c.faults.occurrence("net|" + key)
 	on := c.faults.on

@@ -35,11 +35,18 @@ type ExecutorConfig struct {
 	// (a worker, or the caller on caller-runs) just before the task runs.
 	// It may block: the simulation parks tasks there.
 	BeforeTask func(label string)
+	// AfterTask, if set, is called in a worker after each task and before
+	// it takes the next one. It may block like BeforeTask.
+	AfterTask func(label string)
 
 	// OnPanic, if set, is called with a task's label and the recovered value
 	// after a task (or BeforeTask) panicked. The panic is contained either
 	// way: it is counted in Panics and the worker carries on.
 	OnPanic func(label string, recovered any)
+
+	// OnSubmit, if set, is told where each accepted task went: "worker" (a
+	// new worker), "idle" (handed to an idle worker), "queue" or "caller".
+	OnSubmit func(label, placement string)
 }
 
 // ExecutorStats is a snapshot of an Executor.
@@ -157,8 +164,12 @@ func (e *Executor) Submit(label string, fn func()) {
 	}
 	e.counts.submitted++
 	e.expireLocked(time.Now())
+	idle := len(e.idle) > 0
 	p, w, first := e.placeLocked(t)
 	e.mu.Unlock()
+	if e.cfg.OnSubmit != nil {
+		e.cfg.OnSubmit(label, placementName(p, idle))
+	}
 	switch p {
 	case startWorker:
 		go e.work(w, first)
@@ -168,6 +179,18 @@ func (e *Executor) Submit(label string, fn func()) {
 		e.counts.completed++
 		e.mu.Unlock()
 	}
+}
+
+func placementName(p placement, idle bool) string {
+	switch {
+	case p == startWorker:
+		return "worker"
+	case p == callerRuns:
+		return "caller"
+	case idle:
+		return "idle"
+	}
+	return "queue"
 }
 
 // placeLocked applies ThreadPoolExecutor.execute's rules, in its order. When
@@ -259,6 +282,11 @@ func (e *Executor) work(w *worker, t task) {
 	}()
 	for ok := true; ok; t, ok = e.next(w) {
 		e.run(t)
+		if e.cfg.AfterTask != nil {
+			// Before the worker looks at the queue again: a task that ended
+			// because something woke it must not race a concurrent Submit.
+			e.cfg.AfterTask(t.label)
+		}
 	}
 	exited = true
 }

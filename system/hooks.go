@@ -14,10 +14,12 @@ type Point struct {
 // Kinds of Point.
 const (
 	PointTask         = "task"          // an executor task is about to run
+	PointTaskDone     = "task.done"     // a worker finished a task and is about to take the next
 	PointSessionSend  = "session.send"  // a delivery is about to be written to a client stream
 	PointSessionOpen  = "session.open"  // a session is about to be registered
 	PointSessionClose = "session.close" // a session is about to be unregistered
 	PointRefresh      = "refresh"       // a periodic refresh of routes and registry
+	PointSessionLock  = "session.lock"  // an operation is about to take a session's lock
 )
 
 // Hooks lets the program embedding a node observe and pace it at its
@@ -54,6 +56,14 @@ type SessionEvent struct {
 	User   string
 	Open   bool
 	Reason string // why it closed
+}
+
+// TaskEvent is observed when a task is submitted to the executor: where it
+// went ("worker", "idle", "queue" or "caller").
+type TaskEvent struct {
+	Node      string
+	Label     string
+	Placement string
 }
 
 // RelayEvent is observed when a relay call returns to its sender.

@@ -79,6 +79,12 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	ec.BeforeTask = func(label string) {
 		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTask, Key: label})
 	}
+	ec.AfterTask = func(label string) {
+		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTaskDone, Key: label})
+	}
+	ec.OnSubmit = func(label, placement string) {
+		n.hooks.Observe(TaskEvent{Node: cfg.NodeID, Label: label, Placement: placement})
+	}
 	n.exec = NewExecutor(ec)
 	n.peers = newPeers(n)
 	n.grpc = n.newServer()
@@ -200,11 +206,15 @@ func (n *Node) Kill() {
 	if !n.markStopped() {
 		return
 	}
+	// As in a crash, nothing is cleaned up (the cancelled node context
+	// makes route and registry clean-up fail) and the network goes before
+	// the sessions: every connection is closed before anything woken by
+	// the shutdown could still answer a call.
 	n.cancel()
+	n.grpc.Stop()
 	for _, s := range n.sessionList() {
 		s.close(errNodeStopping)
 	}
-	n.grpc.Stop()
 	n.exec.Shutdown()
 	n.finish()
 }

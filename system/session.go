@@ -13,8 +13,9 @@ import (
 
 // session is one user's delivery stream on this node. It delivers each room's
 // messages in seq order, each once: a duplicate is dropped, a gap is filled
-// from the room log first. Its state is guarded by a 1-slot channel, not a
-// mutex, because filling a gap reads Redis while holding it.
+// from the room log first. Its state is guarded by a lock that may be held
+// across Redis reads (a gap fill), so it is not a sync.Mutex: waiters block
+// on a channel, and every attempt to take it passes the node's hooks.
 //
 // Closing does not take that lock: replay holds it while it waits for the
 // client to make room in the outbox, and a stopping node or a newer session
@@ -23,7 +24,11 @@ type session struct {
 	node *Node
 	user string
 	gen  uint64
-	lock chan struct{}
+	// lockMu guards locked and freed only (never held across a block);
+	// freed is closed when the lock is let go.
+	lockMu sync.Mutex
+	locked bool
+	freed  chan struct{}
 	// last is the last seq handed to the client per room (under lock).
 	last map[string]uint64
 	out  chan *relaypb.Delivery
@@ -36,10 +41,10 @@ type session struct {
 func newSession(n *Node, user string, gen uint64, cursors []*relaypb.Cursor) *session {
 	s := &session{
 		node: n, user: user, gen: gen,
-		lock: make(chan struct{}, 1),
-		last: make(map[string]uint64, len(cursors)),
-		out:  make(chan *relaypb.Delivery, n.cfg.OutboxSize),
-		done: make(chan struct{}),
+		freed: make(chan struct{}),
+		last:  make(map[string]uint64, len(cursors)),
+		out:   make(chan *relaypb.Delivery, n.cfg.OutboxSize),
+		done:  make(chan struct{}),
 	}
 	for _, c := range cursors {
 		if c.GetSeq() > s.last[c.GetRoom()] {
@@ -49,24 +54,32 @@ func newSession(n *Node, user string, gen uint64, cursors []*relaypb.Cursor) *se
 	return s
 }
 
-// acquire takes the session lock. An ended session or context wins over a
-// free lock even when both are ready: a select picks at random among ready
-// cases, and the outcome must not depend on that.
+// acquire takes the session lock. Every attempt parks at the hooks first,
+// and a waiter woken by a release does nothing but park again: when the
+// holder lets go, which waiter gets the lock is the embedder's choice, and
+// the releaser never races a waiter that has already resumed its work. An
+// ended session or context wins over a free lock.
 func (s *session) acquire(ctx context.Context) error {
-	if err := s.ended(ctx); err != nil {
-		return err
-	}
-	select {
-	case s.lock <- struct{}{}:
+	for try := 1; ; try++ {
+		s.node.hooks.Gate(ctx, Point{Node: s.node.cfg.NodeID, Kind: PointSessionLock, Key: fmt.Sprintf("%s #%d %s try%d", s.user, s.gen, Label(ctx), try)})
 		if err := s.ended(ctx); err != nil {
-			s.release()
 			return err
 		}
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.done:
-		return errSessionClosed
+		s.lockMu.Lock()
+		if !s.locked {
+			s.locked = true
+			s.lockMu.Unlock()
+			return nil
+		}
+		freed := s.freed
+		s.lockMu.Unlock()
+		// Whatever wakes the waiter (a release, the session ending, the
+		// context), it parks again before acting on it.
+		select {
+		case <-freed:
+		case <-ctx.Done():
+		case <-s.done:
+		}
 	}
 }
 
@@ -80,7 +93,13 @@ func (s *session) ended(ctx context.Context) error {
 	return ctx.Err()
 }
 
-func (s *session) release() { <-s.lock }
+func (s *session) release() {
+	s.lockMu.Lock()
+	s.locked = false
+	close(s.freed)
+	s.freed = make(chan struct{})
+	s.lockMu.Unlock()
+}
 
 var errSessionClosed = status.Error(codes.Unavailable, "session closed")
 
