@@ -272,7 +272,7 @@ func (c *Cluster) Sample(idle bool, goroutines int) {
 			Completed: e.Completed, CallerRuns: e.CallerRuns,
 			OpenStreams: int(sn.hooks.streams.open.Load()), Sessions: m.Sessions,
 			PeerConns: c.Net.Open(sn.tag, "n"), LivePeers: m.LivePeers, ChannelsPerPeer: m.ChannelsPerPeer,
-			Transitions: c.Sched.ParkedKinds(sn.id, system.PointSessionOpen, system.PointSessionClose) + c.Sched.ParkedPrefix(sn.id, KindRPCRecv, "Connect ") + int(sn.hooks.closing.Load()),
+			Transitions: c.Sched.ParkedKinds(sn.id, system.PointSessionOpen, system.PointSessionClose) + c.Sched.ParkedPrefix(sn.id, KindRPCRecv, "Connect ") + m.Ending,
 			Goroutines:  goroutines, Connections: conns, Idle: idle,
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,9 +24,6 @@ type nodeHooks struct {
 	c       *Cluster
 	node    string
 	streams streamCounter
-	// closing counts sessions between their session.close gate and their
-	// deregistration (the route is dropped in between).
-	closing atomic.Int64
 }
 
 var (
@@ -37,16 +33,10 @@ var (
 
 func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
 	h.c.Sched.Gate(p.Node, p.Kind, p.Key)
-	if p.Kind == system.PointSessionClose {
-		h.closing.Add(1)
-	}
 }
 
 func (h *nodeHooks) Observe(e any) {
 	c := h.c
-	if se, ok := e.(system.SessionEvent); ok && !se.Open && c.Trace.Frozen() {
-		h.closing.Add(-1)
-	}
 	if c.Trace.Frozen() {
 		return // teardown: unscheduled, nothing may be recorded
 	}
@@ -62,9 +52,6 @@ func (h *nodeHooks) Observe(e any) {
 			Members: e.Members, Local: e.Local, Routes: e.Routes, Tasks: e.Tasks, TraceLine: line,
 		})
 	case system.SessionEvent:
-		if !e.Open {
-			h.closing.Add(-1)
-		}
 		if e.Open {
 			c.Trace.Event(c.Now(), e.Node, "session.open %s", e.User)
 			return

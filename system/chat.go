@@ -218,6 +218,7 @@ func (n *Node) closeSession(ctx context.Context, s *session) {
 		delete(n.sessions, s.user)
 	}
 	n.mu.Unlock()
+	n.ending.Add(-1)
 	n.hooks.Observe(SessionEvent{Node: n.cfg.NodeID, User: s.user, Reason: fmt.Sprint(s.err())})
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -50,6 +51,9 @@ type Node struct {
 	stopped  bool
 
 	wg sync.WaitGroup // serve and refresh goroutines
+	// ending counts sessions that were closed and whose stream handler has
+	// not finished unregistering them yet.
+	ending atomic.Int64
 }
 
 // New builds a node; Start makes it serve.
@@ -291,6 +295,9 @@ type Metrics struct {
 	LivePeers       int
 	ChannelsPerPeer int
 	Epoch           uint64
+	// Ending counts sessions closed but not yet unregistered: their streams
+	// are still open (stream and session counts differ by at most this).
+	Ending int
 }
 
 // Metrics returns the node's current metrics.
@@ -299,6 +306,7 @@ func (n *Node) Metrics() Metrics {
 	m := Metrics{OpenStreams: n.streams, Sessions: len(n.sessions), ChannelsPerPeer: n.cfg.ChannelsPerPeer, Epoch: n.epoch}
 	n.mu.Unlock()
 	m.Executor = n.exec.Stats()
+	m.Ending = int(n.ending.Load())
 	m.LivePeers, m.PeerConns = n.peers.counts()
 	return m
 }

@@ -246,6 +246,7 @@ func (s *session) close(reason error) {
 	}
 	s.reason = reason
 	close(s.done)
+	s.node.ending.Add(1) // until closeSession has unregistered it
 }
 
 func (s *session) isClosed() bool {
