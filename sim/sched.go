@@ -120,34 +120,7 @@ func (s *Scheduler) Pause(node string, until time.Duration) {
 
 // RunUntil drives the bubble until virtual time t: it releases ready ops one
 // by one and lets time advance when none is ready.
-func (s *Scheduler) RunUntil(t time.Duration) {
-	for {
-		synctest.Wait()
-		select {
-		case <-s.wake:
-		default:
-		}
-		now := s.Now()
-		ready, next := s.ready(now)
-		if len(ready) > 0 {
-			s.step(ready, now)
-			continue
-		}
-		if now >= t {
-			return
-		}
-		wait := t - now
-		if next >= 0 && next-now < wait {
-			wait = next - now
-		}
-		timer := time.NewTimer(wait)
-		select {
-		case <-s.wake:
-		case <-timer.C:
-		}
-		timer.Stop()
-	}
-}
+func (s *Scheduler) RunUntil(t time.Duration) { s.drive(nil, t) }
 
 // RunFor drives the bubble for d of virtual time.
 func (s *Scheduler) RunFor(d time.Duration) { s.RunUntil(s.Now() + d) }
@@ -246,7 +219,13 @@ func (s *Scheduler) ParkedKinds(node string, kinds ...string) int {
 // Await drives the bubble until done is closed or limit of virtual time has
 // passed; it reports whether done was closed.
 func (s *Scheduler) Await(done <-chan struct{}, limit time.Duration) bool {
-	end := s.Now() + limit
+	return s.drive(done, s.Now()+limit)
+}
+
+// drive is the driver loop: wait for quiescence, release one ready op (or
+// let the strategy delay it), and when none is ready let virtual time run
+// to the next ready op, the end, or done (nil: never) closing.
+func (s *Scheduler) drive(done <-chan struct{}, end time.Duration) bool {
 	for {
 		select {
 		case <-done:
