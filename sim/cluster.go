@@ -82,7 +82,6 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.seeds.cost = cfg.Seed.Derive("cost")
 	cost := cfg.Cost.WithSeed(c.seeds.cost)
 	c.Sched = NewScheduler(cfg.Strategy, c.Trace, cost.Latency)
-	c.Sched.OnRelease = c.onRelease
 	c.hist.Mode = string(cfg.Mode)
 	c.faults.init(cfg.Mix)
 	c.Redis = miniredis.NewMiniRedis()
@@ -287,8 +286,6 @@ func (c *Cluster) record(ev model.Event) {
 	c.hist.Events = append(c.hist.Events, ev)
 }
 
-// onRelease runs in the driver before an op is released.
-func (c *Cluster) onRelease(op *Op) {}
 
 // users sorted.
 func (c *Cluster) userList() []*Client {

@@ -52,8 +52,6 @@ type Scheduler struct {
 	// ops ordered by arrival instead of key, or gates switched off.
 	ByArrival bool
 	Ungated   bool
-	// OnRelease, if set, is called by the driver before an op is released.
-	OnRelease func(op *Op)
 	// Quiet suppresses the trace line per released op (ungated control).
 	Quiet bool
 }
@@ -168,9 +166,6 @@ func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...) // keys are unique: s.sorted[j] == op
 	<-s.lock
 	s.Steps++
-	if s.OnRelease != nil {
-		s.OnRelease(op)
-	}
 	if !s.Quiet {
 		s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
 	}
