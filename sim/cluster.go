@@ -286,7 +286,6 @@ func (c *Cluster) record(ev model.Event) {
 	c.hist.Events = append(c.hist.Events, ev)
 }
 
-
 // users sorted.
 func (c *Cluster) userList() []*Client {
 	names := make([]string, 0, len(c.users))
