@@ -164,13 +164,6 @@ func (cl *Client) next() (Action, bool) {
 	}
 }
 
-// Idle reports whether the client has nothing queued.
-func (cl *Client) Idle() bool {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return len(cl.inbox) == 0
-}
-
 func (cl *Client) do(a Action, n int) {
 	switch a.Kind {
 	case ActCreate:
@@ -446,16 +439,6 @@ func (cl *Client) vanish() {
 	c.Net.vanishFrom(cs.tag)
 	line := c.Trace.Event(c.Now(), cl.user, "vanish #%d", cs.gen)
 	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, Vanish: true, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line})
-}
-
-// Connected reports the node the client streams from (-1: none).
-func (cl *Client) Connected() int {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	if cl.stream == nil {
-		return -1
-	}
-	return cl.stream.node
 }
 
 // close stops the actor and closes every connection (teardown).

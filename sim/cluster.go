@@ -139,16 +139,6 @@ func (c *Cluster) Node(i int) *system.Node {
 	return c.nodes[i].n
 }
 
-// NodeIndex maps "n2" to 1 (-1: unknown).
-func (c *Cluster) NodeIndex(id string) int {
-	for i, sn := range c.nodes {
-		if sn.id == id {
-			return i
-		}
-	}
-	return -1
-}
-
 func (c *Cluster) startNode(sn *simNode) error {
 	sn.starting = true
 	defer func() { sn.starting = false }()

@@ -189,17 +189,3 @@ func (nw *Network) vanishFrom(from string) {
 		c.Vanish()
 	}
 }
-
-// Describe lists open connections dialled by from (debugging aid).
-func (nw *Network) Describe(from string) []string {
-	nw.mu.Lock()
-	defer nw.mu.Unlock()
-	var out []string
-	for c := range nw.conns {
-		if c.from == from {
-			out = append(out, fmt.Sprintf("%s->%s vanished=%v", c.from, c.to, c.vanished))
-		}
-	}
-	sort.Strings(out)
-	return out
-}

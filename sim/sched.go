@@ -189,13 +189,6 @@ func (s *Scheduler) PassThrough() {
 	}
 }
 
-// Parked returns the number of ops waiting.
-func (s *Scheduler) Parked() int {
-	s.lock <- struct{}{}
-	defer func() { <-s.lock }()
-	return len(s.parked)
-}
-
 // ParkedKinds counts parked ops of node whose kind is one of kinds.
 func (s *Scheduler) ParkedKinds(node string, kinds ...string) int {
 	s.lock <- struct{}{}

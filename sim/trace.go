@@ -98,9 +98,6 @@ func (t *Trace) add(line string) int {
 	return t.n
 }
 
-// Len is the number of lines so far.
-func (t *Trace) Len() int { return t.n }
-
 // Hash returns the hex SHA-256 of every line so far (16 bytes shown).
 func (t *Trace) Hash() string {
 	t.mu.Lock()
