@@ -100,6 +100,7 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 	if err != nil {
 		rt.Fatalf("start cluster: %v", err)
 	}
+	c.SetBounds(sim.DefaultCost(), 0)
 	m.c = c
 	for _, r := range m.rooms {
 		c.Do(sim.Action{User: m.users[0], Kind: sim.ActCreate, Room: r})
@@ -230,20 +231,12 @@ func (m *machine) inject(rt *rapid.T, f sim.Fault) {
 // was delivered so far is a prefix of what is owed, nothing is stray, no
 // acked send is lost, streams match sessions, pools stay within bounds.
 func (m *machine) invariants(rt *rapid.T) {
-	m.c.Sample(false, 0)
-	final, err := m.c.Final()
+	m.c.Sample(false, true)
+	h, err := m.c.Snapshot()
 	if err != nil {
 		rt.Fatalf("read state: %v", err)
 	}
-	h := *m.c.History()
-	h.Final = final
-	var vs []model.Violation
-	vs = append(vs, model.CheckNoStray(&h)...)
-	vs = append(vs, model.CheckOrdering(&h)...)
-	vs = append(vs, model.CheckNoLoss(&h)...)
-	vs = append(vs, model.CheckStreamLeaks(&model.History{Samples: h.Samples})...)
-	vs = append(vs, model.CheckWorkers(&model.History{Mode: h.Mode, Samples: h.Samples, Dispatches: h.Dispatches})...)
-	if len(vs) > 0 {
+	if vs := model.CheckPrefix(h); len(vs) > 0 {
 		rt.Fatal(m.banner("invariant after an action", vs))
 	}
 }
@@ -254,16 +247,13 @@ func (m *machine) finish(rt *rapid.T) {
 		rt.Fatalf("liveness: %v", err)
 	}
 	m.c.Sched.RunFor(60 * time.Second)
-	m.c.Sample(false, 0)
+	m.c.Sample(false, true)
 	m.c.Sched.RunFor(6 * time.Second)
-	m.c.Sample(true, 0)
-	final, err := m.c.Final()
+	m.c.Sample(true, true)
+	h, err := m.c.Snapshot()
 	if err != nil {
 		rt.Fatalf("read state: %v", err)
 	}
-	h := m.c.History()
-	h.Final = final
-	h.KeepAliveBound = 20 * time.Second
 	if vs := model.Check(h); len(vs) > 0 {
 		rt.Fatal(m.banner("after the liveness phase", vs))
 	}

@@ -24,6 +24,7 @@ type nodeHooks struct {
 	c       *Cluster
 	node    string
 	streams streamCounter
+	tasks   taskCounter
 }
 
 var (
@@ -32,7 +33,13 @@ var (
 )
 
 func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
+	if p.Kind == system.PointTaskDone {
+		h.tasks.running-- // the worker is done with its task (arrival, not release)
+	}
 	h.c.Sched.Gate(p.Node, p.Kind, p.Key)
+	if p.Kind == system.PointTask {
+		h.c.taskStarted(h, p.Key, true)
+	}
 }
 
 func (h *nodeHooks) Observe(e any) {
@@ -42,15 +49,10 @@ func (h *nodeHooks) Observe(e any) {
 	}
 	switch e := e.(type) {
 	case system.DispatchEvent:
-		line := c.Trace.Event(c.Now(), e.Node, "dispatch %s#%d mode=%s members=%d local=%d tasks=%d%s",
+		// For the reader of the trace only: the oracle counts tasks at the
+		// executor's gates and derives what it expects itself.
+		c.Trace.Event(c.Now(), e.Node, "dispatch %s#%d mode=%s members=%d local=%d tasks=%d%s",
 			e.Room, e.Seq, e.Mode, len(e.Members), len(e.Local), e.Tasks, map[bool]string{true: " retry"}[e.Retry])
-		if c.Trace.Frozen() {
-			return
-		}
-		c.hist.Dispatches = append(c.hist.Dispatches, model.Dispatch{
-			Time: c.Now(), Node: e.Node, Room: e.Room, Seq: e.Seq, Mode: string(e.Mode), Retry: e.Retry,
-			Members: e.Members, Local: e.Local, Routes: e.Routes, Tasks: e.Tasks, TraceLine: line,
-		})
 	case system.SessionEvent:
 		if e.Open {
 			c.Trace.Event(c.Now(), e.Node, "session.open %s", e.User)
@@ -136,12 +138,14 @@ func (c *Cluster) redisGate(node, id string) error {
 	}
 	if c.faults.redisDown(c.Now()) {
 		c.Trace.Event(c.Now(), node, "fault redis-outage %s", id)
+		c.opFault("redis-outage", id, true, node)
 		return errors.New("simulated redis outage")
 	}
 	k := c.faults.occurrence("redis|" + node + "|" + id)
 	if decide(c.seeds.faults.Derive("redis"), c.faults.mix.RedisError, node+"|"+id, k) && c.faults.on {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), node, "fault redis-error %s", id)
+		c.opFault("redis-error", id, true, node)
 		return errors.New("simulated redis error")
 	}
 	return nil
@@ -233,14 +237,15 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	on := c.faults.on
 	switch {
 	case c.Net.Blocked(h.node, target):
-		return h.lost(ctx, "partition", id)
+		return h.lost(ctx, "partition", id, target)
 	case on && decide(fs.Derive("drop-req"), c.faults.mix.DropRequest, key, k):
-		return h.lost(ctx, "drop-request", id)
+		return h.lost(ctx, "drop-request", id, target)
 	}
 	if on && decide(fs.Derive("delay"), c.faults.mix.Delay, key, k) {
 		d := time.Duration(1+fs.Derive("delay-by").Unit(key)*2000) * time.Millisecond
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault delay %s by %v", id, d)
+		c.opFault("delay", id, false, h.node, target)
 		c.Sched.GateDelay(h.node, "net.delay", id+" "+attemptOf(ctx), d)
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
@@ -250,22 +255,24 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	if on && err == nil && decide(fs.Derive("dup"), c.faults.mix.Duplicate, key, k) {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault duplicate %s", id)
+		c.opFault("duplicate", id, false, h.node, target)
 		dctx := metadata.AppendToOutgoingContext(ctx, mdDup, "1")
 		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
 		c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx)+" dup")
 	}
 	if on && err == nil && (c.Net.Blocked(target, h.node) || decide(fs.Derive("drop-resp"), c.faults.mix.DropResponse, key, k)) {
-		return h.lost(ctx, "drop-response", id)
+		return h.lost(ctx, "drop-response", id, target)
 	}
 	return err
 }
 
 // lost makes a call fail the way a lost message does: nothing comes back
 // and the caller's deadline expires.
-func (h *nodeHooks) lost(ctx context.Context, why, id string) error {
+func (h *nodeHooks) lost(ctx context.Context, why, id, target string) error {
 	c := h.c
 	c.Stats.FaultsInjected++
 	c.Trace.Event(c.Now(), h.node, "fault %s %s", why, id)
+	c.opFault(why, id, false, h.node, target)
 	<-ctx.Done()
 	c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx)+" lost")
 	return status.FromContextError(ctx.Err()).Err()

@@ -113,6 +113,19 @@ func (nw *Network) Open(from, toPrefix string) int {
 	return n
 }
 
+// OpenTo counts open connections to addr.
+func (nw *Network) OpenTo(addr string) int {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	n := 0
+	for c := range nw.conns {
+		if c.to == addr {
+			n++
+		}
+	}
+	return n
+}
+
 // simConn is a client-side connection. Vanish makes it a black hole: writes
 // are swallowed and reads block until Close, as when a client's machine
 // disappears without closing its sockets.

@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"fmt"
-	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -107,6 +106,9 @@ type Result struct {
 	Steps      int
 	Delays     int
 	Peaks      []int
+	// Live and FromLog count the deliveries pushed live and those replayed
+	// or gap-filled from the room log.
+	Live, FromLog int
 	// BubbleErr is set when the bubble itself failed (a deadlock, or
 	// goroutines left behind).
 	BubbleErr error
@@ -157,7 +159,7 @@ func runInBubble(cfg Config, res *Result) {
 	c, err := NewCluster(ClusterConfig{
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor,
 		Node: func(nc *system.Config) { nc.OutboxSize = cfg.OutboxSize },
-		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace,
+		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id,
 	})
 	if err != nil {
 		res.Err = fmt.Errorf("start cluster: %w", err)
@@ -167,43 +169,47 @@ func runInBubble(cfg Config, res *Result) {
 		return
 	}
 	c.Sched.ByArrival, c.Sched.Ungated = cfg.ByArrival, cfg.Ungated
-	// Counting the run's goroutines exactly takes a goroutine profile dump
-	// (goroutinesOf); done at every sample it was a quarter of a default
-	// run's CPU. So the exact count is taken at every goroutineExactEvery-th
-	// sample and at the final one. In between, runtime.NumGoroutine() (every
-	// goroutine of the process, an upper bound of the bubble's) is compared
-	// with the sample's bound first, and only a process count above it
-	// escalates to the exact count. The checker's verdict is thus the same
-	// as with an exact count at every sample; a sample that passed the cheap
-	// check records 0 (not measured). The bound is evaluated with the
-	// cluster's connection count only (GoroutineBound's sole input).
-	// Nothing here reaches the trace.
-	samples := 0
-	goroutines := func() int {
-		samples++
-		if samples%goroutineExactEvery != 1 && c.hist.GoroutineBound != nil {
-			bound := c.hist.GoroutineBound(model.Sample{Connections: c.Net.Open("", "")})
-			if runtime.NumGoroutine() <= bound {
-				return 0
-			}
-		}
-		return countGoroutines(id)
-	}
-	c.hist.KeepAliveBound = system.DefaultConfig().StreamKeepAlive + system.DefaultConfig().StreamKeepAliveTimeout + 5*time.Second
-	c.hist.GoroutineBound = GoroutineBound(cfg.Nodes, cfg.Executor.Max, len(users))
+	c.SetBounds(res.Cost, maxDelayOf(strategy))
 
 	for _, a := range wl.Actions {
 		c.Do(a)
 	}
 	c.StartChaos(res.Faults)
-	c.runSampled(cfg.Duration, cfg.SampleEvery, goroutines)
+	c.runSampled(cfg.Duration, cfg.SampleEvery)
 	if err := c.Liveness(); err != nil {
 		res.Err = err
 	}
-	c.runSampled(c.Now()+cfg.Drain, cfg.SampleEvery, goroutines)
+	c.runSampled(c.Now()+cfg.Drain, cfg.SampleEvery)
 	c.Sched.RunFor(cfg.Executor.KeepAlive + time.Second)
-	c.Sample(true, countGoroutines(id)) // the final sample is always counted exactly
+	c.Sample(true, true)
 	res.finish(c, id)
+}
+
+// SetBounds sets the bounds the checkers judge the run by: the keep-alive
+// bound of a vanished client's stream, the live-delivery bound and the
+// recovery times of faults (from the cost model and the node config), and
+// the per-node goroutine bound.
+func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
+	nc := system.DefaultConfig()
+	if c.cfg.Node != nil {
+		c.cfg.Node(&nc)
+	}
+	c.hist.KeepAliveBound = nc.StreamKeepAlive + nc.StreamKeepAliveTimeout + 5*time.Second
+	c.hist.LiveBound = LiveBound(cost, maxDelay)
+	c.hist.Recovery = Recovery(nc)
+	c.hist.GoroutineBound = GoroutineBound
+}
+
+func maxDelayOf(s Strategy) time.Duration {
+	switch s := s.(type) {
+	case *Random:
+		return s.MaxDelay
+	case *PCT:
+		return s.MaxDelay
+	case *Exhaustive:
+		return s.Delay
+	}
+	return 0
 }
 
 func (res *Result) finish(c *Cluster, id string) {
@@ -225,6 +231,7 @@ func (res *Result) finish(c *Cluster, id string) {
 	c.hist.Final = final
 	res.History = &c.hist
 	res.Violations = model.Check(&c.hist)
+	res.Live, res.FromLog = model.DeliveryCounts(&c.hist)
 	if len(final.LeftoverGoroutines) > 0 && res.Config.OnLeftovers != nil {
 		// synctest is about to fail the bubble with a dump of every
 		// goroutine; give the caller the readable report first.
@@ -232,22 +239,30 @@ func (res *Result) finish(c *Cluster, id string) {
 	}
 }
 
-// runSampled drives the bubble until virtual time end, sampling metrics
-// at every quiescent point `every` apart.
-func (c *Cluster) runSampled(end, every time.Duration, goroutines func() int) {
+// runSampled drives the bubble until virtual time end, sampling at every
+// quiescent point `every` apart, goroutines included.
+func (c *Cluster) runSampled(end, every time.Duration) {
 	for c.Now() < end {
 		c.Sched.RunUntil(min(end, c.Now()+every))
-		c.Sample(false, goroutines())
+		c.Sample(false, true)
 	}
 }
 
-// GoroutineBound is the goroutine budget of a cluster: fixed per node,
-// per pool worker, per connection and per user — never per message.
-func GoroutineBound(nodes, maxPool, users int) func(model.Sample) int {
-	return func(s model.Sample) int {
-		return 64 + nodes*(maxPool+48) + 12*s.Connections + 6*users
-	}
+// GoroutineBound is a node's goroutine budget at a sample, a formula of
+// what the node holds, never of messages: a fixed set (server, refresh,
+// health, peers' resolvers and balancers), its workers (at most max pool),
+// a few per accepted connection (transport reader, writer, keep-alive) and
+// per stream (handler, session sync loop), and a few per dialled peer
+// connection.
+func GoroutineBound(s model.Sample) int {
+	return goroutinesFixed + s.Max + goroutinesPerConn*(s.InConns+s.OutConns) + goroutinesPerStream*s.OpenStreams
 }
+
+const (
+	goroutinesFixed     = 16
+	goroutinesPerConn   = 4
+	goroutinesPerStream = 3
+)
 
 // Close tears the cluster down: the scheduler stops gating, then clients,
 // nodes and miniredis close in that order. Nothing after this reaches the
@@ -310,17 +325,6 @@ func usersOf(as []Action) []string {
 		}
 	}
 	return sortedCopy(out)
-}
-
-// goroutineExactEvery is how often (in samples) the run's goroutines are
-// counted exactly; see runInBubble.
-const goroutineExactEvery = 10
-
-// countGoroutines counts the goroutines carrying the run's pprof label
-// (every goroutine of the bubble inherits it).
-func countGoroutines(id string) int {
-	n, _ := goroutinesOf(id)
-	return n
 }
 
 // leftovers describes the run's goroutines still alive after teardown

@@ -98,6 +98,13 @@ func (t *Trace) add(line string) int {
 	return t.n
 }
 
+// Lines returns how many lines the trace has (the last line's number).
+func (t *Trace) Lines() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
 // Hash returns the hex SHA-256 of every line so far (16 bytes shown).
 func (t *Trace) Hash() string {
 	t.mu.Lock()
