@@ -69,6 +69,8 @@ type Event struct {
 	FromLog bool
 	// Duplicate is a send ack's duplicate flag.
 	Duplicate bool
+	// Tries is how many times the client tried the call (1: no retry).
+	Tries int
 	// Cursors are the per-room cursors a connect sent.
 	Cursors map[string]uint64
 	// Invoked is when the call was invoked (== Time when zero and

@@ -10,8 +10,9 @@ import "fmt"
 // hold the seq and its client had a stream open from LiveBound before the
 // send was invoked until the deadline; the path is untouched when no timed
 // fault (extended by its kind's recovery time) touched the sender's node,
-// the member's node, Redis or the member in that stretch, and no
-// per-operation fault hit an operation of the message. A delivery from the
+// the member's node, Redis or the member in that stretch (a crash, pause or
+// partition of any node counts: relays to it hold the workers of every
+// sender), and no per-operation fault hit an operation of the message. A delivery from the
 // log within the bound counts: a live push of a later seq fills the gap
 // before it (relays of consecutive messages may overtake each other), and a
 // catch-up lands inside the bound only by coincidence; a broken relay path
@@ -28,7 +29,8 @@ func (j *judge) timely() []Violation {
 	conns := streams(j.h.Events)
 	var out []Violation
 	for _, send := range j.h.Events {
-		if send.Kind != KindSend || !send.OK || send.Duplicate || send.Seq == 0 {
+		// A send the client had to retry met a fault on its own way in.
+		if send.Kind != KindSend || !send.OK || send.Duplicate || send.Seq == 0 || send.Tries > 1 {
 			continue
 		}
 		if _, hit := j.opFaults()[msgKey(send.Room, send.Seq)]; hit {
@@ -54,7 +56,10 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first map[userRoom
 		return Violation{}, false
 	}
 	if _, hit := timedFault(j.h, send.Invoked-bound, deadline.t, func(f Fault) bool {
-		return f.Redis || f.User == user || f.touchesNode(send.Node) || f.touchesNode(s.node)
+		// A node that is down, paused or cut off holds the workers of every
+		// node relaying to it (timeouts, retries), and tasks queue behind
+		// them: a timed node fault anywhere touches every path.
+		return f.Redis || f.User == user || (!f.Op && len(f.Nodes) > 0) || f.touchesNode(send.Node) || f.touchesNode(s.node)
 	}); hit {
 		return Violation{}, false
 	}

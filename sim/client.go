@@ -228,9 +228,9 @@ type reply struct {
 func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, relaypb.ChatClient) (reply, error)) {
 	var err error
 	var r reply
-	node := 0
+	node, try := 0, 1
 	cl.setPending(a, inv)
-	for try := 1; try <= clientAttempts; try++ {
+	for ; try <= clientAttempts; try++ {
 		node = cl.callNode(a.Node, try)
 		ctx, cancel := context.WithTimeout(cl.ctx, clientTimeout)
 		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try))
@@ -247,7 +247,7 @@ func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, 
 			t.Stop()
 		}
 	}
-	cl.record(a, inv, node, r, err)
+	cl.record(a, inv, node, min(try, clientAttempts), r, err)
 }
 
 func clientRetryable(err error) bool {
@@ -270,13 +270,13 @@ func (cl *Client) setPending(a Action, inv invocation) {
 	cl.mu.Unlock()
 }
 
-func (cl *Client) record(a Action, inv invocation, node int, r reply, err error) {
+func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err error) {
 	c := cl.c
 	cl.mu.Lock()
 	cl.pending = nil
 	cl.mu.Unlock()
 	ev := model.Event{Time: c.Now(), Kind: callKinds[a.Kind], User: cl.user, Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: r.seq,
-		Duplicate: r.duplicate, Node: c.nodes[node].id, Invoked: inv.at, InvokedLine: inv.line}
+		Duplicate: r.duplicate, Node: c.nodes[node].id, Tries: tries, Invoked: inv.at, InvokedLine: inv.line}
 	res := fmt.Sprintf("ok seq=%d", r.seq)
 	if err != nil {
 		ev.Err = status.Code(err).String()

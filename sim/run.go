@@ -62,6 +62,14 @@ func DefaultConfig() Config {
 	}
 }
 
+// CalmVariant is cfg's mode-equivalence variant in mode: the same seed
+// and sizes, membership still once traffic starts, and no faults, so that
+// every relay mode must deliver every user the same messages.
+func (c Config) CalmVariant(mode system.Mode) Config {
+	c.Mode, c.Calm, c.Bounds = mode, true, NoFaults()
+	return c
+}
+
 // Validate reports a configuration that cannot run.
 func (c Config) Validate() error {
 	switch {
@@ -307,7 +315,8 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 	t.Header("relaysim seed=%s mode=%s scheduler=%s", cfg.Seed, cfg.Mode, s.Name())
 	t.Header("cluster nodes=%d users=%d rooms=%d pool=%d/%d/%d keepalive=%v", cfg.Nodes, cfg.Users, cfg.Rooms,
 		cfg.Executor.Core, cfg.Executor.Max, cfg.Executor.Queue, cfg.Executor.KeepAlive)
-	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions)
+	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d%s", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions,
+		map[bool]string{true: " calm"}[cfg.Calm])
 	t.Header("faults %s", res.Mix)
 	for _, f := range res.Faults {
 		t.Header("fault at %s: %s", FormatTime(f.At), f)

@@ -3,6 +3,7 @@
 //
 //	relaysim run -seed 0x2a -mode bulk [-scheduler random|pct|exhaustive] [-trace FILE] [-nodes N -users U -rooms R -duration D ...]
 //	relaysim replay -seed 0x2a -mode bulk     (same as run; prints the same trace hash)
+//	relaysim equiv -seed 0x2a                 (mode equivalence: the calm variant in every mode)
 //	relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n]
 package main
 
@@ -31,6 +32,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run", "replay":
 		return cmdRun(args[0], args[1:], stdout, stderr)
+	case "equiv":
+		return cmdEquiv(args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
@@ -48,6 +51,7 @@ func usage(w io.Writer) {
 commands:
   run     run one seed on the embedded default cluster (in-process, no servers)
   replay  run one seed again (same flags as run; prints the same trace hash)
+  equiv   run one seed's calm variant in every relay mode and compare deliveries
   sweep   run many seeds and list the failing ones
 
 Run 'relaysim <command> -h' for the flags of a command.

@@ -51,6 +51,7 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 	fs.IntVar(&f.bound, "bound", 2, "exhaustive scheduler: most preemptions per schedule")
 	fs.IntVar(&f.limit, "max-schedules", 100000, "exhaustive scheduler: stop after this many schedules")
 	fs.BoolVar(&f.faults, "faults", true, "inject faults (swarm: each seed draws its own mix)")
+	fs.BoolVar(&c.Calm, "calm", false, "the mode-equivalence variant: membership still once traffic starts, no faults")
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
 	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
 	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
@@ -75,7 +76,7 @@ func (f *runFlags) parse(args []string) error {
 	f.cfg.Seed = seed
 	f.cfg.Mode = system.Mode(f.mode)
 	f.cfg.Scheduler = f.scheduler
-	if !f.faults {
+	if !f.faults || f.cfg.Calm {
 		f.cfg.Bounds = sim.NoFaults()
 	}
 	f.cfg.KeepTrace = f.trace != ""
@@ -160,7 +161,8 @@ func summary(w io.Writer, r *sim.Result) {
 	c := r.Config
 	fmt.Fprintf(w, "relaysim run seed=%s mode=%s scheduler=%s nodes=%d users=%d rooms=%d\n", c.Seed, c.Mode, c.Scheduler, c.Nodes, c.Users, c.Rooms)
 	fmt.Fprintf(w, "faults:      %s (%d injected)\n", r.Mix, r.Stats.FaultsInjected)
-	fmt.Fprintf(w, "messages:    %d sent, %d acked; %d deliveries; %d relays (%d failed)\n", r.Stats.Sends, r.Stats.SendsOK, r.Stats.Deliveries, r.Stats.Relays, r.Stats.RelayErrors)
+	fmt.Fprintf(w, "messages:    %d sent, %d acked; %d deliveries (%d live, %d from the log); %d relays (%d failed)\n",
+		r.Stats.Sends, r.Stats.SendsOK, r.Stats.Deliveries, r.Live, r.FromLog, r.Stats.Relays, r.Stats.RelayErrors)
 	speed := 0.0
 	if r.Wall > 0 {
 		speed = r.Virtual.Seconds() / r.Wall.Seconds()
