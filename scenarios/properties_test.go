@@ -69,6 +69,8 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"heal":        m.heal,
 		"flushRoutes": m.flushRoutes,
 		"redisOutage": m.redisOutage,
+		"redisSpike":  m.redisSpike,
+		"pause":       m.pause,
 		"slowClient":  m.slowClient,
 		"":            m.invariants,
 	})
@@ -82,7 +84,12 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 	mix := sim.FaultMix{
 		DropRequest: p.Draw(rt, "drop-request"), DropResponse: p.Draw(rt, "drop-response"),
 		Duplicate: p.Draw(rt, "duplicate"), Delay: p.Draw(rt, "delay"),
+		RedisError: rapid.SampledFrom([]float64{0, 0.01, 0.05}).Draw(rt, "redis-error"),
 	}
+	// The scheduler may delay a picked op (exploration by time, not only
+	// by order), as the seed runs' random scheduler does.
+	delayP := rapid.SampledFrom([]float64{0, 0.01, 0.05}).Draw(rt, "delay-p")
+	strategy := &sim.Random{C: rapidChooser{rt}, DelayP: delayP, MaxDelay: 20 * time.Millisecond}
 	m := &machine{mode: mode, mix: mix, down: map[int]bool{}}
 	for i := 1; i <= users; i++ {
 		m.users = append(m.users, fmt.Sprintf("u%d", i))
@@ -94,13 +101,13 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 		Executor: system.ExecutorConfig{Core: 1, Max: 3, Queue: 2, KeepAlive: 5 * time.Second},
 		Node:     func(nc *system.Config) { nc.OutboxSize = 16 },
 		Cost:     sim.DefaultCost(), Mix: mix,
-		Strategy: &sim.Random{C: rapidChooser{rt}},
+		Strategy: strategy,
 		Trace:    sim.NewTrace(*traceFlag != "", 60),
 	})
 	if err != nil {
 		rt.Fatalf("start cluster: %v", err)
 	}
-	c.SetBounds(sim.DefaultCost(), 0)
+	c.SetBounds(sim.DefaultCost(), strategy.MaxDelay)
 	m.c = c
 	for _, r := range m.rooms {
 		c.Do(sim.Action{User: m.users[0], Kind: sim.ActCreate, Room: r})
@@ -208,6 +215,16 @@ func (m *machine) redisOutage(rt *rapid.T) {
 	m.inject(rt, sim.Fault{Kind: "redis-outage", For: d})
 }
 
+func (m *machine) redisSpike(rt *rapid.T) {
+	d := rapid.SampledFrom([]time.Duration{200 * time.Millisecond, 2 * time.Second}).Draw(rt, "for")
+	m.inject(rt, sim.Fault{Kind: "redis-spike", For: d})
+}
+
+func (m *machine) pause(rt *rapid.T) {
+	d := rapid.SampledFrom([]time.Duration{100 * time.Millisecond, time.Second, 3 * time.Second}).Draw(rt, "for")
+	m.inject(rt, sim.Fault{Kind: "pause", Node: m.node(rt), For: d})
+}
+
 func (m *machine) slowClient(rt *rapid.T) {
 	d := rapid.SampledFrom([]time.Duration{100 * time.Millisecond, 2 * time.Second}).Draw(rt, "for")
 	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSlow, For: d})
@@ -232,6 +249,9 @@ func (m *machine) inject(rt *rapid.T, f sim.Fault) {
 // acked send is lost, streams match sessions, pools stay within bounds.
 func (m *machine) invariants(rt *rapid.T) {
 	m.c.Sample(false, true)
+	if k := m.c.Sched.Collisions; len(k) > 0 {
+		rt.Fatalf("gate key parked twice at once (harness bug): %s", k[0])
+	}
 	h, err := m.c.Snapshot()
 	if err != nil {
 		rt.Fatalf("read state: %v", err)
