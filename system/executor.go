@@ -414,12 +414,13 @@ func (e *Executor) Shutdown() {
 	<-e.done
 }
 
-// Stats returns a snapshot. It applies keep-alive expiry first, so that the
-// snapshot depends only on the (virtual) time it is taken at.
+// Stats returns a snapshot. It has no side effects: in particular it does
+// not apply keep-alive expiry, which stays driven by the workers' own timers
+// and by Submit and next, so an observer cannot hide a worker that failed to
+// retire.
 func (e *Executor) Stats() ExecutorStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.expireLocked(time.Now())
 	return ExecutorStats{
 		Core: e.cfg.Core, Max: e.cfg.Max,
 		Pool: e.pool, Active: e.active, Queued: e.queue.len(), Peak: e.peak,

@@ -386,6 +386,7 @@ func TestExecutorCoreZero(t *testing.T) {
 		close(release)
 		synctest.Wait()
 		time.Sleep(time.Second + 1)
+		synctest.Wait() // the workers' keep-alive timers retire them
 		assert.Equal(t, 0, e.Stats().Pool, "with core 0 every idle worker retires")
 		e.Shutdown()
 	})
@@ -427,6 +428,7 @@ func TestExecutorSeedsPool(t *testing.T) {
 		assert.Equal(t, int64(1201), s.Completed)
 		assert.Equal(t, 200, s.Pool)
 		time.Sleep(DefaultExecutorKeepAlive + 1)
+		synctest.Wait() // the workers' keep-alive timers retire them
 		assert.Equal(t, 30, e.Stats().Pool)
 		e.Shutdown()
 	})
@@ -500,4 +502,41 @@ func TestExecutorDeterminism(t *testing.T) {
 			assert.True(t, shrank, "some workers retired")
 		})
 	}
+}
+
+// TestExecutorStatsHasNoSideEffects: taking a snapshot changes nothing. Idle
+// workers whose keep-alive has run out but whose own timer has not retired
+// them yet (a late timer, or a keep-alive bug) stay in the pool however often
+// Stats is called: an observer must not hide what the workers failed to do.
+// Their own timers retire them.
+func TestExecutorStatsHasNoSideEffects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ka = 10 * time.Second
+		e := NewExecutor(ExecutorConfig{Core: 1, Max: 3, KeepAlive: ka})
+		release := make(chan struct{})
+		for i := range 3 {
+			e.Submit(fmt.Sprint("t", i), execBlockOn(release))
+		}
+		close(release)
+		synctest.Wait()
+		require.Equal(t, 3, e.Stats().Pool)
+
+		// Every idle worker's deadline has passed; their timers have not.
+		e.mu.Lock()
+		for _, w := range e.idle {
+			require.True(t, w.timed, "worker %d waits with a keep-alive", w.id)
+			w.deadline = time.Now().Add(-time.Nanosecond)
+		}
+		e.mu.Unlock()
+
+		for i := range 3 {
+			assert.Equal(t, 3, e.Stats().Pool, "Stats call %d retired a worker", i+1)
+			assert.ElementsMatch(t, []int{1, 2, 3}, execIdleIDs(e), "Stats call %d", i+1)
+		}
+
+		time.Sleep(ka)
+		synctest.Wait()
+		assert.Equal(t, 1, e.Stats().Pool, "the workers' own timers retire them")
+		e.Shutdown()
+	})
 }
