@@ -267,23 +267,25 @@ func TestExecutorShutdown(t *testing.T) {
 }
 
 // TestExecutorBeforeTask: BeforeTask runs once per task, with its label, in
-// the goroutine that runs the task, and may park there.
+// the goroutine that runs the task, and may park there. It tells a
+// caller-runs task (run by the submitter) from a task on a worker; AfterTask
+// follows worker tasks only.
 func TestExecutorBeforeTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var rec execLabels
+		var rec, done execLabels
 		gates := map[string]chan struct{}{"worker": make(chan struct{}), "caller": make(chan struct{})}
-		e := NewExecutor(ExecutorConfig{Core: 1, Max: 1, BeforeTask: func(label string) {
-			rec.record(label)
+		e := NewExecutor(ExecutorConfig{Core: 1, Max: 1, BeforeTask: func(label string, caller bool) {
+			rec.record(fmt.Sprintf("%s caller=%t", label, caller))
 			if g := gates[label]; g != nil {
 				<-g
 			}
-		}})
+		}, AfterTask: done.record})
 		var workerRan, callerRan bool
 
 		// Worker path: Submit returns while BeforeTask is parked on the worker.
 		e.Submit("worker", func() { workerRan = true })
 		synctest.Wait()
-		assert.Equal(t, []string{"worker"}, rec.sorted())
+		assert.Equal(t, []string{"worker caller=false"}, rec.sorted())
 		assert.False(t, workerRan, "the task waits for BeforeTask")
 		assert.Equal(t, 1, e.Stats().Active, "a parked task holds its worker")
 
@@ -292,7 +294,7 @@ func TestExecutorBeforeTask(t *testing.T) {
 		submitted := make(chan struct{})
 		go func() { e.Submit("caller", func() { callerRan = true }); close(submitted) }()
 		synctest.Wait()
-		assert.Equal(t, []string{"caller", "worker"}, rec.sorted())
+		assert.Equal(t, []string{"caller caller=true", "worker caller=false"}, rec.sorted())
 		assert.False(t, callerRan)
 		select {
 		case <-submitted:
@@ -309,7 +311,8 @@ func TestExecutorBeforeTask(t *testing.T) {
 
 		e.Submit("again", func() {})
 		synctest.Wait()
-		assert.Equal(t, []string{"again", "caller", "worker"}, rec.sorted())
+		assert.Equal(t, []string{"again caller=false", "caller caller=true", "worker caller=false"}, rec.sorted())
+		assert.Equal(t, []string{"again", "worker"}, done.sorted(), "AfterTask runs after worker tasks only")
 		s := e.Stats()
 		assert.Equal(t, int64(3), s.Completed)
 		assert.Equal(t, int64(1), s.CallerRuns)
@@ -443,7 +446,7 @@ func execDeterminismRun(t *testing.T, seed uint64) (trace []string, peak []int) 
 		rng := rand.New(rand.NewPCG(seed, 0))
 		var started execLabels
 		e := NewExecutor(ExecutorConfig{Core: 2, Max: 5, Queue: 3, KeepAlive: 10 * time.Second,
-			BeforeTask: started.record})
+			BeforeTask: func(label string, _ bool) { started.record(label) }})
 		release := map[string]chan struct{}{}
 		var released []string
 		running := func() []string {

@@ -80,8 +80,16 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	n.dir = NewDirectory(n.rdb)
 	n.dir.IdemTTL = cfg.IdemTTL
 	ec := cfg.Executor
-	ec.BeforeTask = func(label string) {
-		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTask, Key: label})
+	// Tasks on workers and caller-runs tasks pass different gates: an
+	// embedder counts the tasks running on workers at once as PointTask
+	// released minus PointTaskDone reached, and a caller-runs task holds
+	// no worker (nor reaches PointTaskDone).
+	ec.BeforeTask = func(label string, caller bool) {
+		kind := PointTask
+		if caller {
+			kind = PointTaskCaller
+		}
+		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: kind, Key: label})
 	}
 	ec.AfterTask = func(label string) {
 		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTaskDone, Key: label})
