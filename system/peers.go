@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -28,7 +29,10 @@ type peers struct {
 type peer struct {
 	server string
 	epoch  uint64
+	// conns is filled before the peer is published and never changed after:
+	// relays holding the peer read it without a lock while it is closed.
 	conns  []*grpc.ClientConn
+	closed atomic.Bool
 }
 
 func newPeers(n *Node) *peers { return &peers{n: n, m: map[string]*peer{}} }
@@ -133,8 +137,14 @@ func (ps *peers) counts() (live, conns int) {
 }
 
 // conn picks one of the peer's channels from the message identity, so the
-// choice does not depend on the order in which tasks happen to run.
+// choice does not depend on the order in which tasks happen to run. A closed
+// peer (replaced or forgotten since the relay got it) offers none: nil. A
+// connection picked just before the peer closes fails its call with
+// Canceled, which is retried too.
 func (p *peer) conn(room string, seq uint64, first string) *grpc.ClientConn {
+	if p.closed.Load() || len(p.conns) == 0 {
+		return nil
+	}
 	if len(p.conns) == 1 {
 		return p.conns[0]
 	}
@@ -143,11 +153,15 @@ func (p *peer) conn(room string, seq uint64, first string) *grpc.ClientConn {
 	return p.conns[int(h.Sum32()%uint32(len(p.conns)))]
 }
 
+// close closes the peer's connections, once. It leaves conns alone: relays
+// holding the peer may be reading it.
 func (p *peer) close() {
+	if p.closed.Swap(true) {
+		return
+	}
 	for _, cc := range p.conns {
 		_ = cc.Close()
 	}
-	p.conns = nil
 }
 
 func (n *Node) dialPeer(addr string) (*grpc.ClientConn, error) {

@@ -144,6 +144,11 @@ func (n *Node) relayOnce(ctx context.Context, server string, recipients []string
 		return err
 	}
 	cc := p.conn(m.Room, m.Seq, recipients[0])
+	if cc == nil {
+		// Replaced or forgotten since get returned it: retry on whatever
+		// is current by the next attempt.
+		return status.Errorf(codes.Unavailable, "relay %s#%d to %s: connections to epoch %d closed", m.Room, m.Seq, server, p.epoch)
+	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.RelayTimeout)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, n.cfg.ClusterToken, MDOp, Label(ctx), MDAttempt, strconv.Itoa(attempt))
