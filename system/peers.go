@@ -86,31 +86,38 @@ func (ps *peers) install(info NodeInfo) (*peer, error) {
 	return p, nil
 }
 
-// refresh re-reads server's registry entry after a transport failure and
-// switches to new connections if the peer restarted with a new epoch; the
-// old connections may be in reconnect back-off for a long while. A peer
-// missing from the registry is forgotten.
-func (ps *peers) refresh(ctx context.Context, server string) {
+// refresh re-reads server's registry entry after a transport failure on the
+// connections to its incarnation epoch, and switches to new connections if
+// the peer restarted with a new epoch; the old connections may be in
+// reconnect back-off for a long while. A peer missing from the registry is
+// forgotten, if epoch is still the current entry.
+func (ps *peers) refresh(ctx context.Context, server string, epoch uint64) {
 	info, err := ps.n.dir.LookupNode(ctx, server)
 	switch {
 	case errors.Is(err, ErrUnknownNode):
-		ps.forget(server)
+		ps.forget(server, epoch)
 	case err == nil:
 		_, _ = ps.install(info)
 	}
 }
 
-// forget drops server's connections so the next relay re-reads the registry.
-func (ps *peers) forget(server string) {
+// forget drops the connections to server's incarnation epoch so the next
+// relay re-reads the registry. Only that incarnation: a relay that failed on
+// an old one must not close the connections another relay has installed to
+// a newer one meanwhile (relays in flight on them would be cut).
+func (ps *peers) forget(server string, epoch uint64) {
 	ps.mu.Lock()
 	p := ps.m[server]
+	if p == nil || p.epoch != epoch {
+		ps.mu.Unlock()
+		return
+	}
 	delete(ps.m, server)
 	ps.mu.Unlock()
-	if p != nil {
-		p.close()
-	}
+	p.close()
 }
 
+// closeAll closes every peer's connections; nothing is installed after it.
 func (ps *peers) closeAll() {
 	ps.mu.Lock()
 	ps.closed = true
@@ -118,10 +125,15 @@ func (ps *peers) closeAll() {
 	for s := range ps.m {
 		servers = append(servers, s)
 	}
-	ps.mu.Unlock()
 	sort.Strings(servers)
-	for _, s := range servers {
-		ps.forget(s)
+	all := make([]*peer, len(servers))
+	for i, s := range servers {
+		all[i] = ps.m[s]
+		delete(ps.m, s)
+	}
+	ps.mu.Unlock()
+	for _, p := range all {
+		p.close()
 	}
 }
 

@@ -124,11 +124,18 @@ func (n *Node) relay(ctx context.Context, server string, recipients []string, m 
 		if err == nil || !retryable(err) || ctx.Err() != nil {
 			return
 		}
+		// React on the incarnation this attempt used, not on whatever is
+		// current by now.
+		var used *attemptError
+		epoch := uint64(0)
+		if errors.As(err, &used) {
+			epoch = used.epoch
+		}
 		switch {
 		case status.Code(err) == codes.FailedPrecondition || errors.Is(err, ErrUnknownNode):
-			n.peers.forget(server)
+			n.peers.forget(server, epoch)
 		case status.Code(err) == codes.Unavailable:
-			n.peers.refresh(ctx, server)
+			n.peers.refresh(ctx, server, epoch)
 		}
 		select {
 		case <-time.After(time.Duration(attempt) * n.cfg.RelayBackoff):
@@ -138,6 +145,18 @@ func (n *Node) relay(ctx context.Context, server string, recipients []string, m 
 	}
 }
 
+// attemptError is a relay attempt that failed on the connections to one
+// incarnation (epoch) of the peer.
+type attemptError struct {
+	epoch uint64
+	err   error
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// relayOnce makes one relay attempt. An error from the peer's connections
+// is an *attemptError naming the epoch they lead to.
 func (n *Node) relayOnce(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, bulk bool, attempt int) error {
 	p, err := n.peers.get(ctx, server)
 	if err != nil {
@@ -147,7 +166,7 @@ func (n *Node) relayOnce(ctx context.Context, server string, recipients []string
 	if cc == nil {
 		// Replaced or forgotten since get returned it: retry on whatever
 		// is current by the next attempt.
-		return status.Errorf(codes.Unavailable, "relay %s#%d to %s: connections to epoch %d closed", m.Room, m.Seq, server, p.epoch)
+		return &attemptError{epoch: p.epoch, err: status.Errorf(codes.Unavailable, "relay %s#%d to %s: connections to epoch %d closed", m.Room, m.Seq, server, p.epoch)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.RelayTimeout)
 	defer cancel()
@@ -159,7 +178,7 @@ func (n *Node) relayOnce(ctx context.Context, server string, recipients []string
 		_, err = client.RelayMessage(ctx, &relaypb.RelayMessageRequest{Message: m, Recipient: recipients[0], TargetEpoch: p.epoch})
 	}
 	if err != nil {
-		return fmt.Errorf("relay %s#%d to %s: %w", m.Room, m.Seq, server, err)
+		return &attemptError{epoch: p.epoch, err: fmt.Errorf("relay %s#%d to %s: %w", m.Room, m.Seq, server, err)}
 	}
 	return nil
 }
