@@ -10,7 +10,9 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // peers holds client connections to other nodes keyed by (server, epoch):
@@ -38,6 +40,8 @@ type peer struct {
 func newPeers(n *Node) *peers { return &peers{n: n, m: map[string]*peer{}} }
 
 // get returns the connections to server, reading the registry on a miss.
+// A server missing from the registry is ErrUnknownNode; a failed read of the
+// registry is Unavailable: both are retried.
 func (ps *peers) get(ctx context.Context, server string) (*peer, error) {
 	ps.mu.Lock()
 	p := ps.m[server]
@@ -46,8 +50,11 @@ func (ps *peers) get(ctx context.Context, server string) (*peer, error) {
 		return p, nil
 	}
 	info, err := ps.n.dir.LookupNode(ctx, server)
-	if err != nil {
+	if errors.Is(err, ErrUnknownNode) {
 		return nil, err
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "registry: %v", err)
 	}
 	return ps.install(info)
 }

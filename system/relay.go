@@ -117,11 +117,13 @@ func delivery(m *relaypb.RelayedMessage) *relaypb.Delivery {
 
 // relay sends m to recipients on server, retrying transient failures. A
 // relay that finally fails is dropped: the recipients catch up from the log.
+// After the last attempt it returns at once: no registry read and no
+// back-off holding the executor worker for nothing.
 func (n *Node) relay(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, bulk bool) {
 	for attempt := 1; attempt <= n.cfg.RelayAttempts; attempt++ {
 		err := n.relayOnce(ctx, server, recipients, m, bulk, attempt)
 		n.hooks.Observe(RelayEvent{Node: n.cfg.NodeID, Target: server, Room: m.Room, Seq: m.Seq, Recipients: len(recipients), Bulk: bulk, Attempt: attempt, Err: err})
-		if err == nil || !retryable(err) || ctx.Err() != nil {
+		if err == nil || !retryable(err) || ctx.Err() != nil || attempt == n.cfg.RelayAttempts {
 			return
 		}
 		// React on the incarnation this attempt used, not on whatever is
