@@ -79,6 +79,15 @@ type RelayEvent struct {
 	Err        error
 }
 
+// PanicEvent is observed when a task panicked: the executor recovered it
+// (the worker carries on) and the node logged it. Value is the recovered
+// value, formatted with %v.
+type PanicEvent struct {
+	Node  string
+	Label string
+	Value string
+}
+
 type noHooks struct{}
 
 func (noHooks) Gate(context.Context, Point) {}

@@ -1,6 +1,9 @@
 package system
 
 import (
+	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"testing/synctest"
 
@@ -44,5 +47,34 @@ func TestTaskGatesTellCallerRunsFromWorkers(t *testing.T) {
 		done := c.rec.gatesOf("n1", PointTaskDone)
 		require.Len(t, done, 1, "only the worker reaches PointTaskDone")
 		assert.Equal(t, "deliver r#1 alice", done[0].Key)
+	})
+}
+
+// TestTaskPanicIsLoggedAndObserved: a task that panics does not take the
+// node down; the node logs the panic (in production too: Logf defaults to
+// log.Printf) and reports it as a PanicEvent.
+func TestTaskPanicIsLoggedAndObserved(t *testing.T) {
+	assert.NotNil(t, Config{}.withDefaults().Logf, "nodes log by default")
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var logged []string
+		c := newCluster(t, ModeBulk, 1, withConfig(func(cfg *Config) {
+			cfg.Logf = func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				logged = append(logged, fmt.Sprintf(format, args...))
+			}
+		}))
+		n1 := c.node("n1")
+		n1.submit(n1.ctx, "boom task", func(context.Context) { panic("boom") })
+		c.settle()
+
+		assert.Equal(t, []PanicEvent{{Node: "n1", Label: "boom task", Value: "boom"}}, eventsOf[PanicEvent](c.rec))
+		mu.Lock()
+		defer mu.Unlock()
+		require.Len(t, logged, 1)
+		assert.Contains(t, logged[0], `relay node n1: task "boom task" panicked (recovered): boom`)
+		assert.Contains(t, logged[0], "goroutine", "with the stack")
+		assert.Equal(t, int64(1), n1.Metrics().Executor.Panics)
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,12 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	}
 	ec.AfterTask = func(label string) {
 		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTaskDone, Key: label})
+	}
+	// A recovered task panic is a bug: it is logged in production too, and
+	// observed.
+	ec.OnPanic = func(label string, recovered any) {
+		n.cfg.Logf("relay node %s: task %q panicked (recovered): %v\n%s", n.cfg.NodeID, label, recovered, debug.Stack())
+		n.hooks.Observe(PanicEvent{Node: n.cfg.NodeID, Label: label, Value: fmt.Sprint(recovered)})
 	}
 	ec.OnSubmit = func(label, placement string) {
 		n.hooks.Observe(TaskEvent{Node: cfg.NodeID, Label: label, Placement: placement})
