@@ -37,8 +37,11 @@ func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
 		h.tasks.running-- // the worker is done with its task (arrival, not release)
 	}
 	h.c.Sched.Gate(p.Node, p.Kind, p.Key)
-	if p.Kind == system.PointTask {
+	switch p.Kind {
+	case system.PointTask:
 		h.c.taskStarted(h, p.Key, true)
+	case system.PointTaskCaller:
+		h.c.taskStarted(h, p.Key, false) // run by its submitter: not a worker
 	}
 }
 
@@ -63,6 +66,9 @@ func (h *nodeHooks) Observe(e any) {
 		// changes nothing else.
 		line := c.Trace.Event(c.Now(), e.Node, "session.closed %s", e.User)
 		c.record(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: e.User, Node: e.Node, TraceLine: line})
+	case system.PanicEvent:
+		line := c.Trace.Event(c.Now(), e.Node, "task.panic %s: %s", e.Label, e.Value)
+		c.record(model.Event{Time: c.Now(), Kind: model.KindPanic, Node: e.Node, Err: e.Label + ": " + e.Value, TraceLine: line})
 	case system.TaskEvent:
 		c.Trace.Event(c.Now(), e.Node, "submit %s -> %s", e.Label, e.Placement)
 	case system.RelayEvent:
