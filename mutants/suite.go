@@ -29,14 +29,17 @@ type Result struct {
 	Mutant    *Mutant
 	Verdict   Verdict
 	Seconds   float64 // from the start of the build to the verdict
+	Build     float64 // of which building the suite against the mutant
 	Runs      int     // seeds (sweep), rapid seeds of 100 checks each, or test runs
 	Shrunk    string  // rapid: actions in the shrunk case; "-" otherwise
 	Replay    string  // the command that runs the failing case again
 	TraceHash string  // sweep: the failing run's trace hash
 }
 
-// RunOne applies m and runs its suite until the first failure or the end
-// of the budget.
+// RunOne applies m, builds the suite against it and runs the suite until
+// its first failure or the end of the budget. The budget starts after the
+// build, so that a slow compile on a busy machine does not pass for a
+// mutant that survived.
 func RunOne(ctx context.Context, o Options, m *Mutant) Result {
 	start := time.Now()
 	res := Result{Mutant: m, Shrunk: "-"}
@@ -45,14 +48,18 @@ func RunOne(ctx context.Context, o Options, m *Mutant) Result {
 		res.Verdict = Verdict{Kind: Invalid, Evidence: err.Error()}
 		return res
 	}
-	r := &run{o: o, m: m, overlay: overlay, res: &res, deadline: start.Add(o.Budget)}
-	switch {
-	case m.Suite == SuiteSweep:
-		r.sweep(ctx)
-	case m.Suite == SuiteRapid:
-		r.rapid(ctx)
-	default:
-		r.test(ctx)
+	r := &run{o: o, m: m, overlay: overlay, res: &res}
+	if r.build(ctx) {
+		r.deadline = time.Now().Add(o.Budget)
+		res.Build = time.Since(start).Seconds()
+		switch m.Suite {
+		case SuiteSweep:
+			r.sweep(ctx)
+		case SuiteRapid:
+			r.rapid(ctx)
+		default:
+			r.test(ctx)
+		}
 	}
 	res.Seconds = time.Since(start).Seconds()
 	return res
@@ -64,24 +71,45 @@ type run struct {
 	m        *Mutant
 	overlay  string
 	res      *Result
+	bin      string // the runner, or the test binary of the suite's package
+	pkg      string // test suites: the package, as go test names it
 	deadline time.Time
 }
 
-// sweep builds the runner against the mutant once, then runs seeds 1, 2,
-// 3, ... in each mode until a run fails or the budget is spent: the
-// runner's own default workload, faults and checks, as `relaysim sweep`.
-func (r *run) sweep(ctx context.Context) {
-	bin := filepath.Join(Dir(r.m.Name), "relaysim")
-	if out, err := r.command(ctx, r.o.Root, "go", "build", "-overlay="+r.overlay, "-o", bin, "./cmd/relaysim"); err != nil {
-		r.res.Verdict = Judge(r.m.Property, Outcome{Output: out, Failed: true, BuildError: true})
-		return
+// build compiles the runner (sweep) or the suite's test binary against the
+// mutant, once; false means it did not compile (the verdict is set).
+func (r *run) build(ctx context.Context) bool {
+	var args []string
+	switch r.m.Suite {
+	case SuiteSweep:
+		r.bin = filepath.Join(Dir(r.m.Name), "relaysim")
+		args = []string{"build", "-overlay=" + r.overlay, "-o", r.bin, "./cmd/relaysim"}
+	default:
+		r.pkg = "./scenarios"
+		if pkg, _, ok := r.m.TestTarget(); ok {
+			r.pkg = pkg
+		}
+		r.bin = filepath.Join(Dir(r.m.Name), "suite.test")
+		args = []string{"test", "-c", "-overlay=" + r.overlay, "-o", r.bin, r.pkg}
 	}
+	out, err := r.command(ctx, r.o.Root, "go", args...)
+	if err != nil {
+		r.res.Verdict = Judge(r.m.Property, Outcome{Output: out, Failed: true, BuildError: true})
+		return false
+	}
+	return true
+}
+
+// sweep runs seeds 1, 2, 3, ... in each mode until a run fails or the
+// budget is spent: the runner's own default workload, faults and checks,
+// as `relaysim sweep` runs them.
+func (r *run) sweep(ctx context.Context) {
 	for seed := uint64(1); ; seed++ {
 		for _, mode := range r.m.RunModes() {
 			args := append([]string{"run", "-seed", fmt.Sprintf("%#x", seed), "-mode", mode}, r.m.Args...)
-			oc, cut := r.attempt(ctx, bin, args...)
+			oc, cut := r.attempt(ctx, r.o.Root, r.bin, args...)
 			if cut || ctx.Err() != nil {
-				r.res.Verdict = Verdict{Kind: Survived}
+				r.survived()
 				return
 			}
 			r.res.Runs++
@@ -92,7 +120,9 @@ func (r *run) sweep(ctx context.Context) {
 				return
 			}
 		}
-		r.progress("%s: seeds 1-%d pass in %s", r.m.Name, seed, strings.Join(r.m.RunModes(), " and "))
+		if seed%10 == 0 {
+			r.progress("%s: seeds 1-%d pass in %s", r.m.Name, seed, strings.Join(r.m.RunModes(), " and "))
+		}
 	}
 }
 
@@ -102,8 +132,7 @@ func (r *run) rapid(ctx context.Context) {
 	for seed := 1; ; seed++ {
 		for _, mode := range r.m.RunModes() {
 			flags := []string{"-run", fmt.Sprintf("TestRelayProperties/%s$", mode), "-rapid.nofailfile", fmt.Sprintf("-rapid.seed=%d", seed)}
-			flags = append(flags, r.m.Args...)
-			if r.goTest(ctx, "./scenarios", flags) {
+			if r.goTest(ctx, append(flags, r.m.Args...)) {
 				return
 			}
 		}
@@ -113,38 +142,60 @@ func (r *run) rapid(ctx context.Context) {
 
 // test runs one go test once; the budget is its time limit.
 func (r *run) test(ctx context.Context) {
-	pkg, re, _ := r.m.TestTarget()
-	if !r.goTest(ctx, pkg, append([]string{"-run", re}, r.m.Args...)) {
-		r.res.Verdict = Verdict{Kind: Survived}
+	_, re, _ := r.m.TestTarget()
+	if !r.goTest(ctx, append([]string{"-run", re}, r.m.Args...)) {
+		r.survived()
 	}
 }
 
-// goTest runs `go test -overlay` on pkg and reports whether it reached a
-// verdict (a failure, or the end of the budget).
-func (r *run) goTest(ctx context.Context, pkg string, flags []string) bool {
-	args := append([]string{"test", "-overlay=" + r.overlay, "-count=1", "-timeout=0", pkg}, flags...)
-	oc, cut := r.attempt(ctx, "go", args...)
+func (r *run) survived() {
+	r.res.Verdict = Verdict{Kind: Survived, Evidence: fmt.Sprintf("%d runs passed in the %v budget", r.res.Runs, r.o.Budget)}
+}
+
+// goTest runs the suite's test binary (in its package directory, as go
+// test does) and reports whether it reached a verdict: a failure, or the
+// end of the budget. The replay command it records is the go test line
+// that builds the same mutant.
+func (r *run) goTest(ctx context.Context, flags []string) bool {
+	args := append([]string{"-test.count=1", "-test.timeout=0"}, binaryFlags(flags)...)
+	oc, cut := r.attempt(ctx, filepath.Join(r.o.Root, r.pkg), r.bin, args...)
 	if cut || ctx.Err() != nil {
-		r.res.Verdict = Verdict{Kind: Survived}
+		r.survived()
 		return true
 	}
 	r.res.Runs++
 	if !oc.Failed && !oc.TimedOut {
 		return false
 	}
-	oc.BuildError = strings.Contains(oc.Output, "[build failed]")
 	r.res.Verdict = Judge(r.m.Property, oc)
-	r.res.Replay = "go test -overlay=" + r.overlay + " " + pkg + " " + quoteArgs(flags)
+	r.res.Replay = "go test -overlay=" + r.overlay + " -count=1 " + r.pkg + " " + quoteArgs(flags)
 	if n := strings.Count(oc.Output, "[rapid] draw action: "); n > 0 {
 		r.res.Shrunk = fmt.Sprint(n)
 	}
 	return true
 }
 
+// goTestFlags are go test's flags that a test binary spells -test.NAME.
+var goTestFlags = map[string]bool{"run": true, "short": true, "v": true, "count": true, "timeout": true, "failfast": true, "parallel": true, "cpu": true}
+
+// binaryFlags turns go test flags into the test binary's spelling.
+func binaryFlags(flags []string) []string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		name := strings.TrimLeft(f, "-")
+		name, _, _ = strings.Cut(name, "=")
+		if strings.HasPrefix(f, "-") && goTestFlags[name] {
+			f = "-test." + strings.TrimLeft(f, "-")
+		}
+		out[i] = f
+	}
+	return out
+}
+
 // attempt runs one command in the module root under the run time limit.
 // cut reports that the budget, not the run, set the limit that ended it:
 // the mutant survived rather than hung.
-func (r *run) attempt(ctx context.Context, name string, args ...string) (oc Outcome, cut bool) {
+func (r *run) attempt(ctx context.Context, dir, name string, args ...string) (oc Outcome, cut bool) {
 	limit := r.o.RunTimeout
 	if limit == 0 {
 		limit = 3 * time.Minute
@@ -156,7 +207,7 @@ func (r *run) attempt(ctx context.Context, name string, args ...string) (oc Outc
 	budgetBound := left < limit
 	rctx, cancel := context.WithTimeout(ctx, min(left, limit))
 	defer cancel()
-	out, err := r.command(rctx, r.o.Root, name, args...)
+	out, err := r.command(rctx, dir, name, args...)
 	timedOut := rctx.Err() != nil
 	if timedOut && budgetBound {
 		return Outcome{}, true
