@@ -286,12 +286,12 @@ func (m *machine) banner(when string, vs []model.Violation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%s\nrelaysim property FAILED %s: mode=%s nodes=%d users=%d faults: %s\n",
 		strings.Repeat("=", 78), when, m.mode, len(m.c.NodeIDs()), len(m.users), m.mix)
-	for i, v := range vs {
-		if i == 10 {
-			fmt.Fprintf(&b, "... and %d more\n", len(vs)-10)
-			break
-		}
+	shown := sim.BannerViolations(vs, 10)
+	for _, v := range shown {
 		fmt.Fprintf(&b, "violated: %s\n", v)
+	}
+	if more := len(vs) - len(shown); more > 0 {
+		fmt.Fprintf(&b, "... and %d more\n", more)
 	}
 	fmt.Fprintln(&b, "last trace lines:")
 	for _, l := range m.c.Trace.Tail(30) {

@@ -110,7 +110,7 @@ func runSeed(t *testing.T, seed sim.Seed, mode system.Mode) {
 }
 
 // overlayArg is " -overlay=FILE" when the suite runs against a mutant (the
-// teeth harness sets RELAYSIM_OVERLAY), so a pasted replay command builds
+// mutants harness sets RELAYSIM_OVERLAY), so a pasted replay command builds
 // the same broken variant.
 func overlayArg() string {
 	if o := os.Getenv("RELAYSIM_OVERLAY"); o != "" {

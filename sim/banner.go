@@ -2,7 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/relaysim/relaysim/model"
 )
 
 // Banner renders a failed run for a human: seed, mode, scheduler, fault
@@ -22,13 +25,12 @@ func Banner(r *Result, replay, commit string) string {
 	if r.BubbleErr != nil {
 		fmt.Fprintf(&b, "bubble: %v\n", r.BubbleErr)
 	}
-	const most = 10
-	for i, v := range r.Violations {
-		if i == most {
-			fmt.Fprintf(&b, "... and %d more violations\n", len(r.Violations)-most)
-			break
-		}
+	shown := BannerViolations(r.Violations, 10)
+	for _, v := range shown {
 		fmt.Fprintf(&b, "violated: %s\n", v)
+	}
+	if more := len(r.Violations) - len(shown); more > 0 {
+		fmt.Fprintf(&b, "... and %d more violations\n", more)
 	}
 	if r.Trace != nil {
 		fmt.Fprintln(&b, "last trace lines:")
@@ -41,4 +43,23 @@ func Banner(r *Result, replay, commit string) string {
 	fmt.Fprintf(&b, "note:    a seed belongs to its commit (%s); on another commit it may run differently.\n", commit)
 	fmt.Fprintln(&b, line)
 	return b.String()
+}
+
+// BannerViolations picks the violations a banner prints: the first most,
+// plus the first of every property not among them, so that a flood of one
+// property never hides that another failed too (the mutant catalog judges
+// a run by the properties its banner names).
+func BannerViolations(vs []model.Violation, most int) []model.Violation {
+	out := slices.Clone(vs[:min(most, len(vs))])
+	seen := map[string]bool{}
+	for _, v := range out {
+		seen[v.Property] = true
+	}
+	for _, v := range vs[len(out):] {
+		if !seen[v.Property] {
+			seen[v.Property] = true
+			out = append(out, v)
+		}
+	}
+	return out
 }
