@@ -170,6 +170,9 @@ type Sample struct {
 	// InConns and OutConns are the node's open transport connections on the
 	// simulated network: accepted by it, and dialled by it to peers.
 	InConns, OutConns int
+	// PeerRunning is the tasks running on the other nodes' workers at the
+	// sample (each may hold one relay call in this node's handlers).
+	PeerRunning int
 	// LivePeers is the number of other nodes up; ChannelsPerPeer the
 	// configured channels to each.
 	LivePeers, ChannelsPerPeer int

@@ -39,8 +39,8 @@ func samplePool(s Sample, bound func(Sample) int) []Violation {
 	}
 	if bound != nil && s.Goroutines >= 0 {
 		if b := bound(s); s.Goroutines > b {
-			add("%d goroutines exceed the bound %d (%d accepted and %d dialled connections, pool max %d)",
-				s.Goroutines, b, s.InConns, s.OutConns, s.Max)
+			add("%d goroutines exceed the bound %d (%d accepted and %d dialled connections, %d streams, pool max %d, %d tasks running on peers)",
+				s.Goroutines, b, s.InConns, s.OutConns, s.OpenStreams, s.Max, s.PeerRunning)
 		}
 	}
 	return out

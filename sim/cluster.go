@@ -290,6 +290,12 @@ func (c *Cluster) Sample(idle, count bool) {
 		}
 	}
 	core, maxPool := c.poolSizes()
+	running := 0
+	for _, sn := range c.nodes {
+		if sn.up {
+			running += sn.hooks.tasks.running
+		}
+	}
 	for _, sn := range c.nodes {
 		if !sn.up {
 			continue
@@ -302,6 +308,7 @@ func (c *Cluster) Sample(idle, count bool) {
 			Transitions: c.Sched.ParkedKinds(sn.id, system.PointSessionOpen, system.PointSessionClose) + c.Sched.ParkedPrefix(sn.id, KindRPCRecv, "Connect ") + m.Ending,
 			InConns:     c.Net.OpenTo(sn.id), OutConns: c.Net.Open(sn.tag, "n"),
 			LivePeers: up - 1, ChannelsPerPeer: c.channels, Idle: idle,
+			PeerRunning: running - sn.hooks.tasks.running,
 		}
 		if count {
 			s.Goroutines, s.Workers = g.node[sn.tag], g.workers[sn.tag]
