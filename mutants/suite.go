@@ -100,30 +100,45 @@ func (r *run) build(ctx context.Context) bool {
 	return true
 }
 
-// sweep runs seeds 1, 2, 3, ... in each mode until a run fails or the
-// budget is spent: the runner's own default workload, faults and checks,
-// as `relaysim sweep` runs them.
+// sweep runs seeds 1, 2, 3, ... until a run fails or the budget is spent,
+// as `relaysim sweep` runs them: the runner's default run in each mode,
+// then the seed's calm variant in every mode (`relaysim equiv`: mode
+// equivalence, and the fault-free runs where timely delivery is judged).
 func (r *run) sweep(ctx context.Context) {
 	for seed := uint64(1); ; seed++ {
+		jobs := [][]string{}
 		for _, mode := range r.m.RunModes() {
-			args := append([]string{"run", "-seed", fmt.Sprintf("%#x", seed), "-mode", mode}, r.m.Args...)
-			oc, cut := r.attempt(ctx, r.o.Root, r.bin, args...)
+			jobs = append(jobs, []string{"run", "-seed", fmt.Sprintf("%#x", seed), "-mode", mode})
+		}
+		jobs = append(jobs, []string{"equiv", "-seed", fmt.Sprintf("%#x", seed)})
+		for _, job := range jobs {
+			oc, cut := r.attempt(ctx, r.o.Root, r.bin, append(job, r.m.Args...)...)
 			if cut || ctx.Err() != nil {
 				r.survived()
 				return
 			}
 			r.res.Runs++
 			if oc.Failed || oc.TimedOut {
-				r.res.Verdict = Judge(r.m.Property, oc)
-				r.res.TraceHash = lastValue(oc.Output, "trace-hash: ")
-				r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim replay -seed %#x -mode %s%s", r.overlay, seed, mode, joinArgs(r.m.Args))
+				r.failedRun(oc, job)
 				return
 			}
 		}
 		if seed%10 == 0 {
-			r.progress("%s: seeds 1-%d pass in %s", r.m.Name, seed, strings.Join(r.m.RunModes(), " and "))
+			r.progress("%s: seeds 1-%d pass in %s and the calm variant", r.m.Name, seed, strings.Join(r.m.RunModes(), " and "))
 		}
 	}
+}
+
+// failedRun judges a failed sweep run and keeps its replay command.
+func (r *run) failedRun(oc Outcome, job []string) {
+	r.res.Verdict = Judge(r.m.Property, oc)
+	if job[0] == "equiv" {
+		r.res.TraceHash = lastValue(oc.Output, "equiv-hashes: ")
+		r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim equiv %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
+		return
+	}
+	r.res.TraceHash = lastValue(oc.Output, "trace-hash: ")
+	r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim replay %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
 }
 
 // rapid runs the rapid state machine with rapid seeds 1, 2, 3, ... (100
