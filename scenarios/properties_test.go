@@ -212,8 +212,8 @@ func (m *machine) slowClient(rt *rapid.T) {
 	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSlow, For: d})
 }
 
-// inject applies a fault from a goroutine of its own (a crash waits for
-// the node's tasks, which the driver must keep scheduling).
+// inject applies a fault from a goroutine of its own (a restart passes
+// gates, which the driver must keep scheduling).
 func (m *machine) inject(rt *rapid.T, f sim.Fault) {
 	done := make(chan struct{})
 	go func() {

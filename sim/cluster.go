@@ -48,6 +48,9 @@ type Cluster struct {
 	seeds  struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
+	// kills are the Kill calls of crashed incarnations, closed when one
+	// returns: after teardown's PassThrough (see cut).
+	kills []chan struct{}
 }
 
 // Stats counts what a run did.
@@ -203,7 +206,9 @@ func (c *Cluster) redisOptions() *redis.Options {
 	}
 }
 
-// Crash kills node i as a crash would.
+// Crash kills node i as a crash would: the incarnation stops at its next
+// gate for good (see cut). It does not wait for the incarnation's
+// goroutines; teardown does.
 func (c *Cluster) Crash(i int) {
 	sn := c.nodes[i]
 	if !sn.up {
@@ -213,8 +218,7 @@ func (c *Cluster) Crash(i int) {
 	c.Stats.Crashes++
 	c.Trace.Event(c.Now(), sn.id, "node.crash epoch=%d", sn.epoch)
 	c.notePeak(sn)
-	sn.n.Kill()
-
+	c.cut(sn)
 }
 
 // Restart brings a crashed node back with a new epoch.

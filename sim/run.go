@@ -269,6 +269,7 @@ func (c *Cluster) Close() {
 			sn.n.Stop(contextBackground())
 		}
 	}
+	c.joinKills()
 	c.Redis.Close()
 }
 
