@@ -4,7 +4,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/relaysim/relaysim/system"
 )
 
 // Swarm sub-seeds hold still: each fault kind draws from its own sub-seed,
@@ -81,4 +84,36 @@ func contains(xs []string, x string) bool {
 		}
 	}
 	return false
+}
+
+// The swarm draws each seed's channels per peer (1-4) from a sub-seed of
+// its own, prints it in the trace header, and the nodes then keep that
+// many connections per peer.
+func TestSwarmDrawsChannelsPerPeer(t *testing.T) {
+	seen := map[int]bool{}
+	for s := range 100 {
+		n := DrawChannels(Seed(s).Derive("channels"))
+		require.True(t, n >= 1 && n <= 4, "seed %d drew %d channels", s, n)
+		seen[n] = true
+	}
+	require.Len(t, seen, 4, "100 seeds did not draw every channel count")
+
+	cfg := denseConfig(0xc4a, system.ModeBulk)
+	cfg.Bounds = NoFaults()
+	cfg.KeepTrace = true
+	for seed := Seed(1); ; seed++ {
+		if DrawChannels(seed.Derive("channels")) == 3 {
+			cfg.Seed = seed
+			break
+		}
+	}
+	res := runOK(t, cfg)
+	require.Equal(t, 3, res.Channels)
+	assert.Contains(t, res.Trace.Text(), " channels=3\n")
+	most := 0
+	for _, s := range res.History.Samples {
+		most = max(most, s.PeerConns)
+		assert.LessOrEqual(t, s.PeerConns, 3*s.LivePeers, "sample %+v", s)
+	}
+	assert.Greater(t, most, 2, "no node opened more than one connection to a peer")
 }

@@ -28,6 +28,7 @@ func TestUsageErrors(t *testing.T) {
 		{"negative nodes", []string{"replay", "-nodes", "-1"}, "nodes must be 1..64"},
 		{"negative duration", []string{"run", "-duration", "-1s"}, "durations must not be negative"},
 		{"bad pool", []string{"run", "-core", "9", "-max", "4"}, "bad pool sizes"},
+		{"bad channels", []string{"run", "-channels", "-1"}, "channels per peer must be"},
 		{"unknown scheduler", []string{"run", "-scheduler", "fifo"}, `unknown scheduler "fifo"`},
 		{"unknown flag", []string{"run", "-colour"}, "flag provided but not defined"},
 		{"stray argument", []string{"run", "extra"}, `unexpected argument "extra"`},

@@ -47,6 +47,7 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 	fs.IntVar(&c.Executor.Core, "core", c.Executor.Core, "executor core pool size")
 	fs.IntVar(&c.Executor.Max, "max", c.Executor.Max, "executor max pool size")
 	fs.IntVar(&c.Executor.Queue, "queue", c.Executor.Queue, "executor queue capacity")
+	fs.IntVar(&c.ChannelsPerPeer, "channels", c.ChannelsPerPeer, "gRPC connections per peer (0: each seed draws 1-4)")
 	fs.IntVar(&c.PCTDepth, "pct-depth", c.PCTDepth, "priority changes of the pct scheduler")
 	fs.IntVar(&f.bound, "bound", 2, "exhaustive scheduler: most preemptions per schedule")
 	fs.IntVar(&f.limit, "max-schedules", 100000, "exhaustive scheduler: stop after this many schedules")
@@ -158,7 +159,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 
 func summary(w io.Writer, r *sim.Result) {
 	c := r.Config
-	fmt.Fprintf(w, "relaysim run seed=%s mode=%s scheduler=%s nodes=%d users=%d rooms=%d\n", c.Seed, c.Mode, c.Scheduler, c.Nodes, c.Users, c.Rooms)
+	fmt.Fprintf(w, "relaysim run seed=%s mode=%s scheduler=%s nodes=%d users=%d rooms=%d channels=%d\n", c.Seed, c.Mode, c.Scheduler, c.Nodes, c.Users, c.Rooms, r.Channels)
 	fmt.Fprintf(w, "faults:      %s (%d injected)\n", r.Mix, r.Stats.FaultsInjected)
 	fmt.Fprintf(w, "messages:    %d sent, %d acked; %d deliveries; %d relays (%d failed)\n", r.Stats.Sends, r.Stats.SendsOK, r.Stats.Deliveries, r.Stats.Relays, r.Stats.RelayErrors)
 	speed := 0.0
