@@ -117,6 +117,7 @@ type Result struct {
 	// goroutines left behind).
 	BubbleErr error
 	Err       error
+	notes     []string // for the banner (see WholeTrace)
 }
 
 // Failed reports whether the run violated a property or did not complete.

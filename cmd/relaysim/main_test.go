@@ -97,3 +97,21 @@ func TestRunPrintsStableTraceHash(t *testing.T) {
 	last := lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "both", "-j", "2")
 	assert.Equal(t, "seeds: 4 failed: 0", last)
 }
+
+// The banner's replay command is one pasteable line: the flags that were
+// set, and the overlay a mutant build needs.
+func TestReplayCommand(t *testing.T) {
+	f := newRunFlags("run", &bytes.Buffer{})
+	require.NoError(t, f.parse([]string{"-seed", "0x2a", "-mode", "single", "-users", "5", "-trace", "x.txt"}))
+	assert.Equal(t, "go run ./cmd/relaysim replay -seed 0x2a -mode single -users=5 -trace trace.txt", replayCommand(f))
+	t.Setenv("RELAYSIM_OVERLAY", "/tmp/m.json")
+	assert.Equal(t, "go run -overlay=/tmp/m.json ./cmd/relaysim replay -seed 0x2a -mode single -users=5 -trace trace.txt", replayCommand(f))
+}
+
+// A test binary carries no VCS stamp: the banner says the commit is
+// unknown, and why.
+func TestCommitFromBuildInfo(t *testing.T) {
+	assert.Equal(t, "unknown", sim.BuildCommit())
+	assert.Contains(t, commitNote("unknown"), "go run")
+	assert.Equal(t, "0123456789ab+dirty", commitNote("0123456789ab+dirty"))
+}

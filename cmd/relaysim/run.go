@@ -126,10 +126,17 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk [flags]; -h lists the flags\n", name)
 		return exitUsage
 	}
-	report := func(res *sim.Result) int {
+	// rerun: a failed run that did not keep its whole trace runs again
+	// keeping it (the banner shows the lines around the evidence); not from
+	// inside a bubble (OnLeftovers).
+	report := func(res *sim.Result, rerun bool) int {
 		summary(stdout, res)
 		if res.Failed() {
-			fmt.Fprint(stdout, Banner(res, replayCommand(f)))
+			shown := res
+			if rerun {
+				shown = sim.WholeTrace(nil, res)
+			}
+			fmt.Fprint(stdout, Banner(shown, replayCommand(f)))
 		}
 		fmt.Fprintf(stdout, "trace-hash: %s\n", res.TraceHash)
 		if res.Failed() {
@@ -139,7 +146,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 	}
 	// Goroutines left after teardown make synctest abort the process with
 	// a dump of every goroutine: report readably and exit first.
-	f.cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res)) }
+	f.cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res, false)) }
 	var res *sim.Result
 	if f.cfg.Scheduler == "exhaustive" {
 		var n int
@@ -154,7 +161,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
 		}
 	}
-	return report(res)
+	return report(res, true)
 }
 
 func summary(w io.Writer, r *sim.Result) {
@@ -193,7 +200,11 @@ func replayCommand(f *runFlags) string {
 			parts = append(parts, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 		}
 	})
-	cmd := fmt.Sprintf("go run ./cmd/relaysim replay -seed %s -mode %s", f.cfg.Seed, f.cfg.Mode)
+	overlay := ""
+	if o := os.Getenv("RELAYSIM_OVERLAY"); o != "" {
+		overlay = " -overlay=" + o
+	}
+	cmd := fmt.Sprintf("go run%s ./cmd/relaysim replay -seed %s -mode %s", overlay, f.cfg.Seed, f.cfg.Mode)
 	if len(parts) > 0 {
 		cmd += " " + strings.Join(parts, " ")
 	}
