@@ -28,8 +28,6 @@ type ClusterConfig struct {
 	Mix      FaultMix
 	Strategy Strategy
 	Trace    *Trace
-	// NodeModes, when set, gives node i its own mode (rolling upgrades).
-	NodeModes []system.Mode
 }
 
 // Cluster is a relay cluster inside one bubble: nodes over bufconn, one
@@ -66,7 +64,6 @@ type simNode struct {
 	incarnation int
 	idx         int
 	id          string
-	mode        system.Mode
 	n           *system.Node
 	hooks       *nodeHooks
 	up          bool
@@ -90,11 +87,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.Redis = miniredis.NewMiniRedis()
 	c.Redis.ClockTTL(true)
 	for i := range cfg.Nodes {
-		mode := cfg.Mode
-		if i < len(cfg.NodeModes) && cfg.NodeModes[i] != "" {
-			mode = cfg.NodeModes[i]
-		}
-		c.nodes = append(c.nodes, &simNode{idx: i, id: fmt.Sprintf("n%d", i+1), mode: mode})
+		c.nodes = append(c.nodes, &simNode{idx: i, id: fmt.Sprintf("n%d", i+1)})
 	}
 	for _, sn := range c.nodes {
 		if err := c.drive(func() error { return c.startNode(sn) }); err != nil {
@@ -149,7 +142,7 @@ func (c *Cluster) startNode(sn *simNode) error {
 	if c.cfg.Node != nil {
 		c.cfg.Node(&cfg)
 	}
-	cfg.NodeID, cfg.Advertise, cfg.Mode = sn.id, sn.id, sn.mode
+	cfg.NodeID, cfg.Advertise, cfg.Mode = sn.id, sn.id, c.cfg.Mode
 	cfg.ClusterToken = "relaysim-cluster"
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor
@@ -185,7 +178,7 @@ func (c *Cluster) startNode(sn *simNode) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
-	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, sn.mode)
+	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, c.cfg.Mode)
 	return nil
 }
 

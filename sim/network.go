@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -89,18 +88,6 @@ func (nw *Network) Blocked(from, to string) bool {
 	nw.mu.Lock()
 	defer nw.mu.Unlock()
 	return nw.cut[[2]string{from, to}]
-}
-
-// Cuts lists the cut links, sorted.
-func (nw *Network) Cuts() []string {
-	nw.mu.Lock()
-	defer nw.mu.Unlock()
-	var out []string
-	for k := range nw.cut {
-		out = append(out, k[0]+"->"+k[1])
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Open counts open connections; with from != "" only those dialled by from,

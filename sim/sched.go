@@ -59,8 +59,6 @@ type Scheduler struct {
 	// ops ordered by arrival instead of key, or gates switched off.
 	ByArrival bool
 	Ungated   bool
-	// Quiet suppresses the trace line per released op (ungated control).
-	Quiet bool
 }
 
 // NewScheduler returns a scheduler whose clock starts now (inside the bubble).
@@ -217,9 +215,7 @@ func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...) // keys are unique: s.sorted[j] == op
 	<-s.lock
 	s.Steps++
-	if !s.Quiet {
-		s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
-	}
+	s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
 	close(op.release)
 }
 

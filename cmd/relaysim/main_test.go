@@ -115,3 +115,9 @@ func TestCommitFromBuildInfo(t *testing.T) {
 	assert.Contains(t, commitNote("unknown"), "go run")
 	assert.Equal(t, "0123456789ab+dirty", commitNote("0123456789ab+dirty"))
 }
+
+func TestRatio(t *testing.T) {
+	for x, want := range map[float64]string{0.49: "0.49x", 0.004: "0.00x", 1.25: "1.2x", 9.96: "10.0x", 10: "10x", 132.4: "132x"} {
+		assert.Equal(t, want, ratio(x), "%v", x)
+	}
+}

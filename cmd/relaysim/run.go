@@ -173,8 +173,8 @@ func summary(w io.Writer, r *sim.Result) {
 	if r.Wall > 0 {
 		speed = r.Virtual.Seconds() / r.Wall.Seconds()
 	}
-	fmt.Fprintf(w, "time:        %s virtual, %s wall, %.0fx real time, %d scheduled ops (%.0f/s)\n",
-		r.Virtual.Round(time.Millisecond), r.Wall.Round(time.Millisecond), speed, r.Steps, float64(r.Steps)/r.Wall.Seconds())
+	fmt.Fprintf(w, "time:        %s virtual, %s wall, %s real time, %d scheduled ops (%.0f/s)\n",
+		r.Virtual.Round(time.Millisecond), r.Wall.Round(time.Millisecond), ratio(speed), r.Steps, float64(r.Steps)/r.Wall.Seconds())
 	peaks := make([]string, len(r.Peaks))
 	for i, p := range r.Peaks {
 		peaks[i] = fmt.Sprintf("n%d=%d", i+1, p)
@@ -190,6 +190,18 @@ func summary(w io.Writer, r *sim.Result) {
 	default:
 		fmt.Fprintf(w, "result:      ok, all properties hold\n")
 	}
+}
+
+// ratio renders a speed-up with two significant digits below 10x (a run
+// slower than real time shows as 0.49x, not 0x) and whole above.
+func ratio(x float64) string {
+	switch {
+	case x < 1:
+		return fmt.Sprintf("%.2fx", x)
+	case x < 10:
+		return fmt.Sprintf("%.1fx", x)
+	}
+	return fmt.Sprintf("%.0fx", x)
 }
 
 // replayCommand is the one command that replays this run.
