@@ -44,10 +44,10 @@ var definite = map[string]bool{
 
 // roomSends indexes a room's acknowledged sends for real-time questions.
 type roomSends struct {
-	byDone []Event   // OK sends by completion
-	maxSeq []uint64  // maxSeq[i]: highest seq among byDone[:i+1]
-	maxAt  []Event   // the send holding maxSeq[i]
-	all    []Event   // OK sends in history order
+	byDone []Event  // OK sends by completion
+	maxSeq []uint64 // maxSeq[i]: highest seq among byDone[:i+1]
+	maxAt  []Event  // the send holding maxSeq[i]
+	all    []Event  // OK sends in history order
 }
 
 func indexSends(events []Event) map[string]*roomSends {

@@ -121,4 +121,3 @@ func CheckNoPanics(h *History) []Violation {
 	}
 	return out
 }
-

@@ -1,8 +1,11 @@
 package scenarios
 
 import (
+	"flag"
 	"fmt"
+	"hash/maphash"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +23,10 @@ import (
 // properties (no stray delivery, per-room order, no loss, no stream leak,
 // bounded workers) after every action, and everything after the liveness
 // phase. The scheduler's picks are rapid draws, so schedules shrink with
-// the actions. A failure prints the banner and rapid's replay flags.
+// the actions. A failure prints the banner, with a pasteable command, and
+// rapid's replay flags.
 func TestRelayProperties(t *testing.T) {
+	pinRapidSeed(t)
 	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
 		t.Run(string(mode), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
@@ -29,6 +34,46 @@ func TestRelayProperties(t *testing.T) {
 			})
 		})
 	}
+}
+
+// pinRapidSeed draws rapid's base seed here when -rapid.seed (or
+// RAPID_SEED) did not set one, so that a banner can name it: rapid.T has no
+// seed accessor, and rapid draws a fresh base per Check otherwise. With the
+// same base seed rapid runs the same checks in the same order — the runs
+// are deterministic — down to the same failure and shrunk case.
+func pinRapidSeed(t *testing.T) {
+	fl := flag.Lookup("rapid.seed")
+	if fl == nil || fl.Value.String() != "0" {
+		return
+	}
+	seed := new(maphash.Hash).Sum64() | 1
+	if err := fl.Value.Set(strconv.FormatUint(seed, 10)); err != nil {
+		t.Fatalf("set -rapid.seed: %v", err)
+	}
+	t.Cleanup(func() { _ = fl.Value.Set("0") })
+}
+
+// rapidReplay is the command that runs mode's property checks again from
+// the same base seed, with every other rapid flag the run was given.
+func rapidReplay(mode system.Mode) string {
+	var extra []string
+	if testing.Short() {
+		extra = append(extra, "-short")
+	}
+	flag.Visit(func(fl *flag.Flag) {
+		if strings.HasPrefix(fl.Name, "rapid.") && fl.Name != "rapid.seed" && fl.Name != "rapid.failfile" {
+			extra = append(extra, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
+		}
+	})
+	seed := "0"
+	if fl := flag.Lookup("rapid.seed"); fl != nil {
+		seed = fl.Value.String()
+	}
+	cmd := fmt.Sprintf("go test%s ./scenarios -run 'TestRelayProperties/%s$' -rapid.seed=%s", overlayArg(), mode, seed)
+	if len(extra) > 0 {
+		cmd += " " + strings.Join(extra, " ")
+	}
+	return cmd
 }
 
 // rapidChooser makes every scheduler pick a rapid draw.
@@ -102,7 +147,9 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 		Node:     func(nc *system.Config) { nc.OutboxSize = 16 },
 		Cost:     sim.DefaultCost(), Mix: mix,
 		Strategy: strategy,
-		Trace:    sim.NewTrace(*traceFlag != "", 60),
+		// Kept whole (cases are small): the banner shows the lines around
+		// the evidence.
+		Trace: sim.NewTrace(true, 60),
 	})
 	if err != nil {
 		rt.Fatalf("start cluster: %v", err)
@@ -230,8 +277,8 @@ func (m *machine) slowClient(rt *rapid.T) {
 	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSlow, For: d})
 }
 
-// inject applies a fault from a goroutine of its own (a crash waits for
-// the node's tasks, which the driver must keep scheduling).
+// inject applies a fault from a goroutine of its own (a restart passes
+// gates, which the driver must keep scheduling).
 func (m *machine) inject(rt *rapid.T, f sim.Fault) {
 	done := make(chan struct{})
 	go func() {
@@ -293,12 +340,14 @@ func (m *machine) banner(when string, vs []model.Violation) string {
 	if more := len(vs) - len(shown); more > 0 {
 		fmt.Fprintf(&b, "... and %d more\n", more)
 	}
-	fmt.Fprintln(&b, "last trace lines:")
-	for _, l := range m.c.Trace.Tail(30) {
+	title, lines := sim.TraceExcerpt(m.c.Trace, vs)
+	fmt.Fprintln(&b, title)
+	for _, l := range lines {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	fmt.Fprintf(&b, "trace-hash %s\n", m.c.Trace.Hash())
-	fmt.Fprintf(&b, "replay: go test%s ./scenarios -run 'TestRelayProperties/%s$' with the -rapid.failfile (or -rapid.seed) printed below\n", overlayArg(), m.mode)
-	fmt.Fprintln(&b, "note: a seed belongs to its commit; rapid's fail files in testdata/rapid are kept as regression cases.")
+	fmt.Fprintf(&b, "replay: %s\n", rapidReplay(m.mode))
+	fmt.Fprintln(&b, "        (the checks again from their base seed, down to the same shrunk case; the -rapid.failfile rapid prints below replays the shrunk case at once)")
+	fmt.Fprintf(&b, "note: a seed belongs to its commit (%s); rapid's fail files in testdata/rapid are kept as regression cases.\n", commit())
 	return b.String()
 }

@@ -4,7 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/relaysim/relaysim/model"
@@ -105,9 +107,27 @@ func runSeed(t *testing.T, seed sim.Seed, mode system.Mode) {
 	}
 	if res.Failed() {
 		replay := fmt.Sprintf("go test%s ./scenarios -run 'TestRelaySeeds/%s/%s$' -seed=%s -simtrace=trace.txt", overlayArg(), mode, seed, seed)
-		t.Fatalf("%s\n%s", model.Summarize(res.Violations), sim.Banner(res, replay, "this commit"))
+		t.Fatalf("%s\n%s", model.Summarize(res.Violations), sim.Banner(sim.WholeTrace(t, res), replay, commit()))
 	}
 }
+
+// commit names the commit under test: the binary's VCS stamp when it has
+// one, which a test binary never does, else git's HEAD (with "+dirty" when
+// the work tree has changes), else "unknown".
+var commit = sync.OnceValue(func() string {
+	if c := sim.BuildCommit(); c != "unknown" {
+		return c
+	}
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += "+dirty"
+	}
+	return c
+})
 
 // overlayArg is " -overlay=FILE" when the suite runs against a mutant (the
 // mutants harness sets RELAYSIM_OVERLAY), so a pasted replay command builds

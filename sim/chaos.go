@@ -9,9 +9,9 @@ import (
 	"github.com/relaysim/relaysim/model"
 )
 
-// StartChaos injects the planned faults from their own goroutine (a crash
-// blocks until the node's tasks drain, and the driver must keep
-// scheduling meanwhile). The returned channel closes when all are injected.
+// StartChaos injects the planned faults from their own goroutine (a
+// restart passes gates, and the driver must keep scheduling meanwhile).
+// The returned channel closes when all are injected.
 func (c *Cluster) StartChaos(plan []Fault) <-chan struct{} {
 	done := make(chan struct{})
 	stop := c.chaosStop()

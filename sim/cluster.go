@@ -29,8 +29,6 @@ type ClusterConfig struct {
 	Mix      FaultMix
 	Strategy Strategy
 	Trace    *Trace
-	// NodeModes, when set, gives node i its own mode (rolling upgrades).
-	NodeModes []system.Mode
 	// RunID labels every goroutine of the cluster (pprof label "relaysim"),
 	// so goroutines are counted per run and per node; "" picks one.
 	RunID string
@@ -52,6 +50,9 @@ type Cluster struct {
 	seeds  struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
+	// kills are the Kill calls of crashed incarnations, closed when one
+	// returns: after teardown's PassThrough (see cut).
+	kills []chan struct{}
 	// runID and labels: every node incarnation's goroutines carry the run's
 	// label and a "node" label with the incarnation's tag.
 	runID  string
@@ -75,7 +76,6 @@ type simNode struct {
 	incarnation int
 	idx         int
 	id          string
-	mode        system.Mode
 	n           *system.Node
 	hooks       *nodeHooks
 	up          bool
@@ -105,11 +105,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.Redis = miniredis.NewMiniRedis()
 	c.Redis.ClockTTL(true)
 	for i := range cfg.Nodes {
-		mode := cfg.Mode
-		if i < len(cfg.NodeModes) && cfg.NodeModes[i] != "" {
-			mode = cfg.NodeModes[i]
-		}
-		c.nodes = append(c.nodes, &simNode{idx: i, id: fmt.Sprintf("n%d", i+1), mode: mode})
+		c.nodes = append(c.nodes, &simNode{idx: i, id: fmt.Sprintf("n%d", i+1)})
 	}
 	for _, sn := range c.nodes {
 		if err := c.drive(func() error { return c.startNode(sn) }); err != nil {
@@ -174,7 +170,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	if c.cfg.Node != nil {
 		c.cfg.Node(&cfg)
 	}
-	cfg.NodeID, cfg.Advertise, cfg.Mode = sn.id, sn.id, sn.mode
+	cfg.NodeID, cfg.Advertise, cfg.Mode = sn.id, sn.id, c.cfg.Mode
 	cfg.ClusterToken = "relaysim-cluster"
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor
@@ -209,7 +205,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
-	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, sn.mode)
+	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, c.cfg.Mode)
 	c.endFault("crash", sn.id)
 	return nil
 }
@@ -231,7 +227,9 @@ func (c *Cluster) redisOptions() *redis.Options {
 	}
 }
 
-// Crash kills node i as a crash would.
+// Crash kills node i as a crash would: the incarnation stops at its next
+// gate for good (see cut). It does not wait for the incarnation's
+// goroutines; teardown does.
 func (c *Cluster) Crash(i int) {
 	sn := c.nodes[i]
 	if !sn.up {
@@ -242,8 +240,7 @@ func (c *Cluster) Crash(i int) {
 	c.Trace.Event(c.Now(), sn.id, "node.crash epoch=%d", sn.epoch)
 	c.recordFault(model.Fault{From: c.Now(), To: -1, Kind: "crash", Nodes: []string{sn.id}})
 	c.notePeak(sn)
-	sn.n.Kill()
-
+	c.cut(sn)
 }
 
 // Restart brings a crashed node back with a new epoch.

@@ -25,6 +25,7 @@ type nodeHooks struct {
 	node    string
 	streams streamCounter
 	tasks   taskCounter
+	life    incarnationLife
 }
 
 var (
@@ -36,7 +37,7 @@ func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
 	if p.Kind == system.PointTaskDone {
 		h.tasks.running-- // the worker is done with its task (arrival, not release)
 	}
-	h.c.Sched.Gate(p.Node, p.Kind, p.Key)
+	h.c.Sched.GateOwned(h, p.Node, p.Kind, p.Key, 0)
 	switch p.Kind {
 	case system.PointTask:
 		h.c.taskStarted(h, p.Key, true)
@@ -49,6 +50,9 @@ func (h *nodeHooks) Observe(e any) {
 	c := h.c
 	if c.Trace.Frozen() {
 		return // teardown: unscheduled, nothing may be recorded
+	}
+	if !h.observable(e) {
+		return // a crashed incarnation: nothing it does is seen
 	}
 	switch e := e.(type) {
 	case system.DispatchEvent:
@@ -90,7 +94,7 @@ func (h *nodeHooks) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		id := redisOpID(ctx, cmd.Name(), cmd.Args())
-		if err := h.c.redisGate(h.node, id); err != nil {
+		if err := h.redisGate(id); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -107,7 +111,7 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			args = cmds[len(cmds)/2].Args()
 		}
 		id := redisOpID(ctx, name, args)
-		if err := h.c.redisGate(h.node, id); err != nil {
+		if err := h.redisGate(id); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}
@@ -134,10 +138,11 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 	return fmt.Sprintf("%s %s %s", label, name, key)
 }
 
-// redisGate parks a Redis command; afterwards it may fail it (an outage
-// window or a drawn command error).
-func (c *Cluster) redisGate(node, id string) error {
-	c.Sched.GateDelay(node, KindRedis, id, c.faults.spike(c.Now()))
+// redisGate parks a Redis command of the incarnation; afterwards it may
+// fail it (an outage window or a drawn command error).
+func (h *nodeHooks) redisGate(id string) error {
+	c, node := h.c, h.node
+	c.Sched.GateOwned(h, node, KindRedis, id, c.faults.spike(c.Now()))
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
@@ -214,12 +219,12 @@ func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
 // here) and labels the handler's work with the call's identity.
 func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := callID(ctx, info.FullMethod)
-	h.c.Sched.Gate(h.node, KindRPCRecv, id)
+	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, id, 0)
 	return handler(system.WithLabel(ctx, "recv "+id), req)
 }
 
 func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	h.c.Sched.Gate(h.node, KindRPCRecv, callID(ss.Context(), info.FullMethod))
+	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, callID(ss.Context(), info.FullMethod), 0)
 	return handler(srv, ss)
 }
 
@@ -237,7 +242,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	key := h.node + "|" + id + "|" + attemptOf(ctx)
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
-	c.Sched.Gate(h.node, KindRPCSend, id+" "+attemptOf(ctx))
+	c.Sched.GateOwned(h, h.node, KindRPCSend, id+" "+attemptOf(ctx), 0)
 	fs := c.seeds.faults.Derive("net")
 	k := c.faults.occurrence("net|" + key)
 	on := c.faults.on
@@ -252,19 +257,19 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault delay %s by %v", id, d)
 		c.opFault("delay", id, false, h.node, target)
-		c.Sched.GateDelay(h.node, "net.delay", id+" "+attemptOf(ctx), d)
+		c.Sched.GateOwned(h, h.node, "net.delay", id+" "+attemptOf(ctx), d)
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	// The response wakes this goroutine outside the scheduler: park before
 	// touching shared state or the trace.
-	c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx))
+	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx), 0)
 	if on && err == nil && decide(fs.Derive("dup"), c.faults.mix.Duplicate, key, k) {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault duplicate %s", id)
 		c.opFault("duplicate", id, false, h.node, target)
 		dctx := metadata.AppendToOutgoingContext(ctx, mdDup, "1")
 		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
-		c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx)+" dup")
+		c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx)+" dup", 0)
 	}
 	if on && err == nil && (c.Net.Blocked(target, h.node) || decide(fs.Derive("drop-resp"), c.faults.mix.DropResponse, key, k)) {
 		return h.lost(ctx, "drop-response", id, target)
@@ -280,7 +285,7 @@ func (h *nodeHooks) lost(ctx context.Context, why, id, target string) error {
 	c.Trace.Event(c.Now(), h.node, "fault %s %s", why, id)
 	c.opFault(why, id, false, h.node, target)
 	<-ctx.Done()
-	c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx)+" lost")
+	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx)+" lost", 0)
 	return status.FromContextError(ctx.Err()).Err()
 }
 

@@ -29,6 +29,9 @@ type Config struct {
 	Executor  system.ExecutorConfig
 	// OutboxSize bounds each client's pending deliveries on a node.
 	OutboxSize int
+	// ChannelsPerPeer is each node's gRPC connections per peer; 0 lets the
+	// seed draw 1-4 (swarm testing of the multi-channel path).
+	ChannelsPerPeer int
 	// SampleEvery is how often metrics are sampled (virtual time).
 	SampleEvery time.Duration
 	KeepTrace   bool
@@ -87,6 +90,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("rates must not be negative")
 	case c.Tick <= 0:
 		return fmt.Errorf("tick must be positive")
+	case c.ChannelsPerPeer < 0 || c.ChannelsPerPeer > 16:
+		return fmt.Errorf("channels per peer must be 0 (drawn) or 1..16, got %d", c.ChannelsPerPeer)
 	case c.Executor.Core < 0 || c.Executor.Max < 1 || c.Executor.Core > c.Executor.Max || c.Executor.Queue < 0:
 		return fmt.Errorf("bad pool sizes core=%d max=%d queue=%d", c.Executor.Core, c.Executor.Max, c.Executor.Queue)
 	}
@@ -103,6 +108,7 @@ type Result struct {
 	Config     Config
 	Mix        FaultMix
 	Cost       CostModel
+	Channels   int // gRPC connections per peer (drawn or set)
 	Faults     []Fault
 	History    *model.History
 	Violations []model.Violation
@@ -121,6 +127,7 @@ type Result struct {
 	// goroutines left behind).
 	BubbleErr error
 	Err       error
+	notes     []string // for the banner (see WholeTrace)
 }
 
 // Failed reports whether the run violated a property or did not complete.
@@ -148,6 +155,10 @@ func runInBubble(cfg Config, res *Result) {
 	pprof.SetGoroutineLabels(pprof.WithLabels(contextBackground(), pprof.Labels("relaysim", id)))
 	res.Mix = DrawMix(cfg.Seed.Derive("faults"), cfg.Bounds)
 	res.Cost = DrawCost(cfg.Seed.Derive("cost"))
+	res.Channels = cfg.ChannelsPerPeer
+	if res.Channels == 0 {
+		res.Channels = DrawChannels(cfg.Seed.Derive("channels"))
+	}
 	if cfg.FixedCost != nil {
 		res.Cost = *cfg.FixedCost
 	}
@@ -166,7 +177,7 @@ func runInBubble(cfg Config, res *Result) {
 
 	c, err := NewCluster(ClusterConfig{
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor,
-		Node: func(nc *system.Config) { nc.OutboxSize = cfg.OutboxSize },
+		Node: func(nc *system.Config) { nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels },
 		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id,
 	})
 	if err != nil {
@@ -295,6 +306,7 @@ func (c *Cluster) Close() {
 			sn.n.Stop(contextBackground())
 		}
 	}
+	c.joinKills()
 	c.Redis.Close()
 }
 
@@ -316,8 +328,8 @@ func newStrategy(cfg Config) Strategy {
 
 func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 	t.Header("relaysim seed=%s mode=%s scheduler=%s", cfg.Seed, cfg.Mode, s.Name())
-	t.Header("cluster nodes=%d users=%d rooms=%d pool=%d/%d/%d keepalive=%v", cfg.Nodes, cfg.Users, cfg.Rooms,
-		cfg.Executor.Core, cfg.Executor.Max, cfg.Executor.Queue, cfg.Executor.KeepAlive)
+	t.Header("cluster nodes=%d users=%d rooms=%d pool=%d/%d/%d keepalive=%v channels=%d", cfg.Nodes, cfg.Users, cfg.Rooms,
+		cfg.Executor.Core, cfg.Executor.Max, cfg.Executor.Queue, cfg.Executor.KeepAlive, res.Channels)
 	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d%s", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions,
 		map[bool]string{true: " calm"}[cfg.Calm])
 	t.Header("faults %s", res.Mix)
@@ -326,6 +338,9 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 	}
 	t.Header("cost %s", res.Cost)
 }
+
+// DrawChannels draws a seed's gRPC connections per peer, 1 to 4.
+func DrawChannels(seed Seed) int { return 1 + seed.Rand().IntN(4) }
 
 func usersOf(as []Action) []string {
 	seen := map[string]bool{}

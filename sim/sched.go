@@ -19,6 +19,9 @@ type Op struct {
 	// ReadyAt is the virtual time from which the op may be released (its
 	// latency, any fault delay, a node pause).
 	ReadyAt time.Duration
+	// owner is who the op belongs to (a node incarnation's hooks; nil for
+	// clients and the fault injector): Hold stops every op of an owner.
+	owner   any
 	arrival uint64
 	delayed bool
 	release chan struct{}
@@ -42,6 +45,10 @@ type Scheduler struct {
 	latency  func(node, kind, id string) time.Duration
 	trace    *Trace
 	pausedTo map[string]time.Duration
+	// held are the ops of held owners (crashed incarnations): never picked,
+	// released only by PassThrough at teardown.
+	held      []*Op
+	heldOwner map[any]bool
 	// Collisions lists keys that were parked twice at once: a harness bug.
 	Collisions []string
 	// Steps counts released operations.
@@ -52,8 +59,6 @@ type Scheduler struct {
 	// ops ordered by arrival instead of key, or gates switched off.
 	ByArrival bool
 	Ungated   bool
-	// Quiet suppresses the trace line per released op (ungated control).
-	Quiet bool
 }
 
 // NewScheduler returns a scheduler whose clock starts now (inside the bubble).
@@ -61,7 +66,7 @@ func NewScheduler(s Strategy, trace *Trace, latency func(node, kind, id string) 
 	return &Scheduler{
 		start: time.Now(), lock: make(chan struct{}, 1), parked: map[string]*Op{},
 		wake: make(chan struct{}, 1), strategy: s, latency: latency, trace: trace,
-		pausedTo: map[string]time.Duration{},
+		pausedTo: map[string]time.Duration{}, heldOwner: map[any]bool{},
 	}
 }
 
@@ -76,6 +81,13 @@ func (s *Scheduler) Gate(node, kind, id string) {
 
 // GateDelay is Gate with an extra delay (a fault).
 func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
+	s.GateOwned(nil, node, kind, id, extra)
+}
+
+// GateOwned is GateDelay for an op that belongs to owner (a node
+// incarnation): once the owner is held (Hold), the op parks in the held set
+// and stays there until teardown.
+func (s *Scheduler) GateOwned(owner any, node, kind, id string, extra time.Duration) {
 	if s.Ungated {
 		return
 	}
@@ -85,7 +97,13 @@ func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
 		return
 	}
 	key := node + "|" + kind + "|" + id
-	op := &Op{Key: key, Node: node, Kind: kind, ID: id, release: make(chan struct{})}
+	op := &Op{Key: key, Node: node, Kind: kind, ID: id, owner: owner, release: make(chan struct{})}
+	if owner != nil && s.heldOwner[owner] {
+		s.held = append(s.held, op)
+		<-s.lock
+		<-op.release
+		return
+	}
 	op.ReadyAt = s.Now() + extra
 	if s.latency != nil {
 		op.ReadyAt += s.latency(node, kind, id)
@@ -107,6 +125,37 @@ func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
 	default:
 	}
 	<-op.release
+}
+
+// Hold stops owner for good, as a crash stops a process: its parked ops
+// move to the held set and its later gates park there. Held ops are never
+// picked; only PassThrough (teardown) releases them, so nothing the owner
+// does after Hold passes a gate while the run is scheduled.
+func (s *Scheduler) Hold(owner any) {
+	if owner == nil {
+		return
+	}
+	s.lock <- struct{}{}
+	defer func() { <-s.lock }()
+	s.heldOwner[owner] = true
+	kept := s.sorted[:0]
+	for _, op := range s.sorted {
+		if op.owner == owner {
+			delete(s.parked, op.Key)
+			s.held = append(s.held, op)
+			continue
+		}
+		kept = append(kept, op)
+	}
+	clear(s.sorted[len(kept):])
+	s.sorted = kept
+}
+
+// Held counts the ops parked in the held set.
+func (s *Scheduler) Held() int {
+	s.lock <- struct{}{}
+	defer func() { <-s.lock }()
+	return len(s.held)
 }
 
 // Pause holds every op of node until virtual time until.
@@ -166,23 +215,23 @@ func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...) // keys are unique: s.sorted[j] == op
 	<-s.lock
 	s.Steps++
-	if !s.Quiet {
-		s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
-	}
+	s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
 	close(op.release)
 }
 
-// PassThrough releases everything parked and lets later gates pass
-// unblocked: teardown must not depend on the driver.
+// PassThrough releases everything parked or held and lets later gates
+// pass unblocked: teardown must not depend on the driver.
 func (s *Scheduler) PassThrough() {
 	s.lock <- struct{}{}
 	s.pass = true
-	ops := make([]*Op, 0, len(s.parked))
+	ops := make([]*Op, 0, len(s.parked)+len(s.held))
 	for _, op := range s.parked {
 		ops = append(ops, op)
 	}
+	ops = append(ops, s.held...)
 	s.parked = map[string]*Op{}
 	s.sorted = nil
+	s.held = nil
 	<-s.lock
 	for _, op := range ops {
 		close(op.release)

@@ -115,6 +115,15 @@ func (t *Trace) Hash() string {
 // Text returns the whole trace ("" unless kept).
 func (t *Trace) Text() string { return t.text.String() }
 
+// numbered returns every line (header lines first), so that line n is
+// numbered[n-1]; nil unless the trace was kept.
+func (t *Trace) numbered() []string {
+	if !t.keep {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(t.text.String(), "\n"), "\n")
+}
+
 // Tail returns the last n lines.
 func (t *Trace) Tail(n int) []string {
 	if n > len(t.lines) {
