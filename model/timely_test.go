@@ -62,9 +62,19 @@ func TestCheckTimely(t *testing.T) {
 			h.Faults = []Fault{{From: time.Second, To: time.Second, Kind: "drop-request", Op: true, Nodes: []string{"n1", "n2"}, Msg: "r1#1"}}
 			return h
 		}(), ""},
-		{"a fault on a third node does not excuse it", func() *History {
+		{"a crash of a third node excuses it too (relays to it hold workers)", func() *History {
 			h := liveRoom(u1, late)
 			h.Faults = []Fault{{From: time.Second, To: 2 * time.Second, Kind: "crash", Nodes: []string{"n3"}}}
+			return h
+		}(), ""},
+		{"another user's vanish does not excuse it", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: time.Second, To: time.Second, Kind: "vanish", User: "u7"}}
+			return h
+		}(), "connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},
+		{"a per-operation fault on a link of other nodes does not excuse it", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: time.Second, To: time.Second, Kind: "drop-request", Op: true, Nodes: []string{"n3", "n4"}, Msg: "r9#1"}}
 			return h
 		}(), "connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},
 		{"a member who connected just before is not judged", func() *History {
