@@ -20,6 +20,7 @@ func CheckStreamLeaks(h *History) []Violation {
 		if !judged || closedBefore(ev, h.Events[:i]) {
 			continue
 		}
+		bound += pausedFor(h, ev.Node, ev.Time, ev.Time+bound)
 		if v, bad := judgeVanish(ev, h.Events[i+1:], bound); bad {
 			out = append(out, v)
 		}
@@ -131,4 +132,17 @@ func leftHow(ev Event) string {
 		return "vanished"
 	}
 	return "closed its stream"
+}
+
+// pausedFor is how long the pauses of node that overlap [from, to] last
+// from `from` on: a paused node closes nothing, so a deadline moves by as
+// much.
+func pausedFor(h *History, node string, from, to time.Duration) time.Duration {
+	var d time.Duration
+	for _, f := range h.Faults {
+		if f.Kind == "pause" && f.touchesNode(node) && f.From < to && f.To > from {
+			d += f.To - max(f.From, from)
+		}
+	}
+	return d
 }

@@ -128,11 +128,16 @@ func TestCheckStreamLeaksCleanClose(t *testing.T) {
 		{"never closed", []Event{bye(1, 10*s)}, s,
 			[]Violation{{Property: PropStreamLeak, User: "u1", Node: "n1", TraceLines: []int{1}}}},
 		{"unchecked without a bound", []Event{bye(1, 10*s)}, 0, nil},
+		{"a paused node's deadline moves by the pause", []Event{bye(1, 10*s), closed(2, 12*s+500*time.Millisecond, "u1", "n1")}, s, nil},
 		{"a stream the server ended is not judged", []Event{{Kind: KindDisconnect, Time: 10 * s, User: "u1", Node: "n1", Err: "Unavailable", TraceLine: 1}}, s, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assertViolations(t, tt.want, CheckStreamLeaks(&History{Events: tt.events, CloseBound: tt.bound}))
+			pause := []Fault{{Kind: "pause", Nodes: []string{"n1"}, From: 9 * s, To: 12 * s}}
+			if tt.name != "a paused node's deadline moves by the pause" {
+				pause = nil
+			}
+			assertViolations(t, tt.want, CheckStreamLeaks(&History{Events: tt.events, CloseBound: tt.bound, Faults: pause}))
 		})
 	}
 }
