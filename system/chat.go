@@ -24,7 +24,7 @@ func (c *chatServer) CreateRoom(ctx context.Context, req *relaypb.CreateRoomRequ
 	if err := validName("room", req.GetRoom()); err != nil {
 		return nil, err
 	}
-	ctx = WithLabel(ctx, "create "+req.Room)
+	ctx = WithLabel(ctx, "create "+req.Room+attemptSuffix(ctx))
 	created, err := c.n.dir.CreateRoom(ctx, req.Room)
 	if err != nil {
 		return nil, dirStatus(err)
@@ -36,7 +36,7 @@ func (c *chatServer) Join(ctx context.Context, req *relaypb.JoinRequest) (*relay
 	if err := validRoomUser(req.GetRoom(), req.GetUser()); err != nil {
 		return nil, err
 	}
-	ctx = WithLabel(ctx, "join "+req.Room+" "+req.User)
+	ctx = WithLabel(ctx, "join "+req.Room+" "+req.User+attemptSuffix(ctx))
 	from, err := c.n.dir.Join(ctx, req.Room, req.User)
 	if err != nil {
 		return nil, dirStatus(err)
@@ -48,7 +48,7 @@ func (c *chatServer) Leave(ctx context.Context, req *relaypb.LeaveRequest) (*rel
 	if err := validRoomUser(req.GetRoom(), req.GetUser()); err != nil {
 		return nil, err
 	}
-	ctx = WithLabel(ctx, "leave "+req.Room+" "+req.User)
+	ctx = WithLabel(ctx, "leave "+req.Room+" "+req.User+attemptSuffix(ctx))
 	to, err := c.n.dir.Leave(ctx, req.Room, req.User)
 	if err != nil {
 		return nil, dirStatus(err)
@@ -74,7 +74,7 @@ func (c *chatServer) Send(ctx context.Context, req *relaypb.SendRequest) (*relay
 	if len(req.Payload) > n.cfg.MaxPayload {
 		return nil, status.Errorf(codes.InvalidArgument, "payload of %d bytes exceeds the limit of %d", len(req.Payload), n.cfg.MaxPayload)
 	}
-	ctx = WithLabel(ctx, "send "+req.Room+" "+req.ClientMsgId)
+	ctx = WithLabel(ctx, "send "+req.Room+" "+req.ClientMsgId+attemptSuffix(ctx))
 	sq, err := n.dir.Append(ctx, req.Room, req.ClientMsgId, req.User, req.Payload)
 	if err != nil {
 		return nil, dirStatus(err)
@@ -299,4 +299,16 @@ func validRoomUser(room, user string) error {
 		return err
 	}
 	return validName("user", user)
+}
+
+// attemptSuffix names a retried call's attempt (" a2", " a3", ...) from its
+// x-relay-attempt metadata, so that the operation label of a retry differs
+// from the first try's, which may still be in progress on this node (a
+// paused node, a slow Redis): labels name one logical operation each.
+func attemptSuffix(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if a := md.Get(MDAttempt); len(a) == 1 && a[0] != "1" {
+		return " a" + a[0]
+	}
+	return ""
 }

@@ -36,7 +36,7 @@ func (n *Node) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInf
 		return nil, status.Error(codes.Unauthenticated, "relay call without a valid cluster credential")
 	}
 	if op := md.Get(MDOp); len(op) == 1 {
-		ctx = WithLabel(ctx, "recv "+op[0])
+		ctx = WithLabel(ctx, "recv "+op[0]+attemptSuffix(ctx))
 	}
 	return h(ctx, req)
 }
