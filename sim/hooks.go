@@ -82,7 +82,7 @@ func (h *nodeHooks) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		id := redisOpID(ctx, cmd.Name(), cmd.Args())
-		if err := h.c.redisGate(h.node, id); err != nil {
+		if err := h.c.redisGate(h.node, id, redisUnits(cmd)); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -99,7 +99,7 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			args = cmds[len(cmds)/2].Args()
 		}
 		id := redisOpID(ctx, name, args)
-		if err := h.c.redisGate(h.node, id); err != nil {
+		if err := h.c.redisGate(h.node, id, len(cmds)); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}
@@ -128,8 +128,8 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 
 // redisGate parks a Redis command; afterwards it may fail it (an outage
 // window or a drawn command error).
-func (c *Cluster) redisGate(node, id string) error {
-	c.Sched.GateDelay(node, KindRedis, id, c.faults.spike(c.Now()))
+func (c *Cluster) redisGate(node, id string, units int) error {
+	c.Sched.GateUnits(node, KindRedis, id, c.faults.spike(c.Now()), units)
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
@@ -204,7 +204,7 @@ func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
 // here) and labels the handler's work with the call's identity.
 func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := callID(ctx, info.FullMethod)
-	h.c.Sched.Gate(h.node, KindRPCRecv, id)
+	h.c.Sched.GateUnits(h.node, KindRPCRecv, id, 0, recipientsOf(req))
 	return handler(system.WithLabel(ctx, "recv "+id), req)
 }
 
@@ -227,7 +227,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	key := h.node + "|" + id + "|" + attemptOf(ctx)
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
-	c.Sched.Gate(h.node, KindRPCSend, id+" "+attemptOf(ctx))
+	c.Sched.GateUnits(h.node, KindRPCSend, id+" "+attemptOf(ctx), 0, recipientsOf(req))
 	fs := c.seeds.faults.Derive("net")
 	k := c.faults.occurrence("net|" + key)
 	on := c.faults.on

@@ -43,6 +43,10 @@ type Config struct {
 	Actions []Action
 	// FixedCost, when set, replaces the seed-drawn cost model.
 	FixedCost *CostModel
+	// CPU, when set, turns on the contended cost model (cpu.go): node CPUs
+	// and Redis as resources, its own link latencies unless FixedCost is
+	// set, and no strategy delays. nil keeps the swarm model.
+	CPU *CPUModel
 	// OnLeftovers, when set, is called inside the bubble with the finished
 	// result when goroutines outlived teardown, before synctest fails the
 	// bubble with its dump.
@@ -107,6 +111,8 @@ type Result struct {
 	Steps      int
 	Delays     int
 	Peaks      []int
+	// Busy is the work booked per resource (CPU model only).
+	Busy []ResourceBusy
 	// BubbleErr is set when the bubble itself failed (a deadlock, or
 	// goroutines left behind).
 	BubbleErr error
@@ -138,6 +144,9 @@ func runInBubble(cfg Config, res *Result) {
 	pprof.SetGoroutineLabels(pprof.WithLabels(contextBackground(), pprof.Labels("relaysim", id)))
 	res.Mix = DrawMix(cfg.Seed.Derive("faults"), cfg.Bounds)
 	res.Cost = DrawCost(cfg.Seed.Derive("cost"))
+	if cfg.CPU != nil {
+		res.Cost = cfg.CPU.Links()
+	}
 	if cfg.FixedCost != nil {
 		res.Cost = *cfg.FixedCost
 	}
@@ -157,7 +166,7 @@ func runInBubble(cfg Config, res *Result) {
 	c, err := NewCluster(ClusterConfig{
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor,
 		Node: func(nc *system.Config) { nc.OutboxSize = cfg.OutboxSize },
-		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace,
+		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, CPU: cfg.CPU,
 	})
 	if err != nil {
 		res.Err = fmt.Errorf("start cluster: %w", err)
@@ -213,6 +222,9 @@ func (res *Result) finish(c *Cluster, id string) {
 	}
 	res.Virtual = c.Now()
 	res.Steps, res.Delays = c.Sched.Steps, c.Sched.Delays
+	if c.Sched.CPU != nil {
+		res.Busy = c.Sched.CPU.Busy()
+	}
 	res.Peaks = c.Peaks()
 	res.Stats = c.Stats
 	for _, k := range c.Sched.Collisions {
@@ -298,6 +310,9 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 		t.Header("fault at %s: %s", FormatTime(f.At), f)
 	}
 	t.Header("cost %s", res.Cost)
+	if cfg.CPU != nil {
+		t.Header("cpu %s", cfg.CPU)
+	}
 }
 
 func usersOf(as []Action) []string {

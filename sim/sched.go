@@ -19,8 +19,12 @@ type Op struct {
 	// ReadyAt is the virtual time from which the op may be released (its
 	// latency, any fault delay, a node pause).
 	ReadyAt time.Duration
+	// Units sizes the op for the CPU model (recipients of a relay, keys of
+	// a Redis command); 0 means 1. It is not part of the key or the trace.
+	Units   int
 	arrival uint64
 	delayed bool
+	booked  bool // the CPU model booked a resource until ReadyAt
 	release chan struct{}
 }
 
@@ -54,6 +58,8 @@ type Scheduler struct {
 	Ungated   bool
 	// Quiet suppresses the trace line per released op (ungated control).
 	Quiet bool
+	// CPU, when set, makes ops cost time on contended resources (cpu.go).
+	CPU *Resources
 }
 
 // NewScheduler returns a scheduler whose clock starts now (inside the bubble).
@@ -76,6 +82,11 @@ func (s *Scheduler) Gate(node, kind, id string) {
 
 // GateDelay is Gate with an extra delay (a fault).
 func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
+	s.GateUnits(node, kind, id, extra, 0)
+}
+
+// GateUnits is GateDelay for an op of a given size (see Op.Units).
+func (s *Scheduler) GateUnits(node, kind, id string, extra time.Duration, units int) {
 	if s.Ungated {
 		return
 	}
@@ -85,7 +96,7 @@ func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
 		return
 	}
 	key := node + "|" + kind + "|" + id
-	op := &Op{Key: key, Node: node, Kind: kind, ID: id, release: make(chan struct{})}
+	op := &Op{Key: key, Node: node, Kind: kind, ID: id, Units: units, release: make(chan struct{})}
 	op.ReadyAt = s.Now() + extra
 	if s.latency != nil {
 		op.ReadyAt += s.latency(node, kind, id)
@@ -153,7 +164,10 @@ func (s *Scheduler) ready(now time.Duration) ([]*Op, time.Duration) {
 func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	i, delay := s.strategy.Pick(ready, now)
 	op := ready[i]
-	if delay > 0 && !op.delayed {
+	if s.CPU != nil && s.CPU.book(s, op, now) {
+		return // re-parked until its booked work is done (cpu.go)
+	}
+	if delay > 0 && !op.delayed && s.CPU == nil {
 		s.lock <- struct{}{}
 		op.ReadyAt, op.delayed = now+delay, true
 		<-s.lock
