@@ -47,6 +47,8 @@ type Config struct {
 	// and Redis as resources, its own link latencies unless FixedCost is
 	// set, and no strategy delays. nil keeps the swarm model.
 	CPU *CPUModel
+	// OnRelease, when set, is told of every op the scheduler releases.
+	OnRelease func(op *Op, now time.Duration)
 	// OnLeftovers, when set, is called inside the bubble with the finished
 	// result when goroutines outlived teardown, before synctest fails the
 	// bubble with its dump.
@@ -176,6 +178,7 @@ func runInBubble(cfg Config, res *Result) {
 		return
 	}
 	c.Sched.ByArrival, c.Sched.Ungated = cfg.ByArrival, cfg.Ungated
+	c.Sched.OnRelease = cfg.OnRelease
 	// Counting the run's goroutines exactly takes a goroutine profile dump
 	// (goroutinesOf); done at every sample it was a quarter of a default
 	// run's CPU. So the exact count is taken at every goroutineExactEvery-th

@@ -60,6 +60,9 @@ type Scheduler struct {
 	Quiet bool
 	// CPU, when set, makes ops cost time on contended resources (cpu.go).
 	CPU *Resources
+	// OnRelease, when set, is told of each released op (driver side, in
+	// release order): the experiments time fan-outs with it.
+	OnRelease func(op *Op, now time.Duration)
 }
 
 // NewScheduler returns a scheduler whose clock starts now (inside the bubble).
@@ -182,6 +185,9 @@ func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	s.Steps++
 	if !s.Quiet {
 		s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
+	}
+	if s.OnRelease != nil {
+		s.OnRelease(op, now)
 	}
 	close(op.release)
 }
