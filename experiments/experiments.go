@@ -282,9 +282,9 @@ func taskRate(samples []model.Sample, load time.Duration) (float64, []int, int64
 			pools = append(pools, pool[t])
 		}
 	}
-	window := 10 * time.Second
+	window := 10 * time.Second // the seed's rate(...[10s])
 	if load < 2*window {
-		window = load / 2
+		window = max(time.Second, (load / 2).Truncate(time.Second)) // short runs
 	}
 	var sum float64
 	var n int

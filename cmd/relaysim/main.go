@@ -4,6 +4,7 @@
 //	relaysim run -seed 0x2a -mode bulk [-scheduler random|pct|exhaustive] [-trace FILE] [-nodes N -users U -rooms R -duration D ...]
 //	relaysim replay -seed 0x2a -mode bulk     (same as run; prints the same trace hash)
 //	relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n]
+//	relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]
 package main
 
 import (
@@ -33,6 +34,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdRun(args[0], args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
@@ -49,6 +52,7 @@ commands:
   run     run one seed on the embedded default cluster (in-process, no servers)
   replay  run one seed again (same flags as run; prints the same trace hash)
   sweep   run many seeds and list the failing ones
+  report  the seeds' experiments on the calibrated cost model: axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR]
 
 Run 'relaysim <command> -h' for the flags of a command.
 `)
