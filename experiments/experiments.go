@@ -60,7 +60,7 @@ func AxisB() []Condition {
 	return []Condition{
 		{Axis: "B", Room: 150, Rate: 10, Seed: seedRow(1500, 500, 170, 30, 36, 41, 71, 62, 219, 208)},
 		{Axis: "B", Room: 150, Rate: 30, Seed: seedRow(4400, 1550, 200, 30, 118, 45, 167, 80, 275, 202)},
-		{Axis: "B", Room: 150, Rate: 50, Seed: seedRow(7300, 2300, 200, 30, 181, 99, 298, 662, 205, 205)},
+		{Axis: "B", Room: 150, Rate: 50, Seed: seedRow(7300, 2300, 200, 30, 181, 99, 298, 154, 662, 205)},
 	}
 }
 
