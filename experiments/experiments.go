@@ -98,22 +98,31 @@ const warmUp = 2 * time.Second
 
 // Row is one condition in one mode: the report's row.
 type Row struct {
-	Condition   string  `json:"condition"`
-	Axis        string  `json:"axis"`
-	Room        int     `json:"room"`
-	Mode        string  `json:"mode"`
-	Rate        float64 `json:"msgs_per_s"`
-	Messages    int     `json:"messages"`
-	Delivered   float64 `json:"delivered_pct"`
-	Tasks       float64 `json:"tasks_per_s"`
-	Formula     float64 `json:"formula_tasks_per_s"`
-	Peak        int     `json:"peak_pool"`
+	Condition string  `json:"condition"`
+	Axis      string  `json:"axis"`
+	Room      int     `json:"room"`
+	Mode      string  `json:"mode"`
+	Rate      float64 `json:"msgs_per_s"`
+	Messages  int     `json:"messages"`
+	Delivered float64 `json:"delivered_pct"`
+	Tasks     float64 `json:"tasks_per_s"`
+	Formula   float64 `json:"formula_tasks_per_s"`
+	// Peak is the most tasks running on one node's workers at once over
+	// the run, counted by the simulation at the executor's gates (a task
+	// released at its start gate and not yet at its done gate): the
+	// workers the pool needed. The pool grows past core only when every
+	// worker is busy and the queue is full, so a peak above core is the
+	// seed's pool growth.
+	Peak int `json:"peak_busy_workers"`
+	// RelayPeak is the largest pool size the relay's own metrics reported
+	// (any node): display only, never checked.
+	RelayPeak   int     `json:"relay_peak_pool"`
 	P50         float64 `json:"p50_ms"`
 	P95         float64 `json:"p95_ms"`
 	Max         float64 `json:"max_ms"`
-	CallerRuns  int64   `json:"caller_runs"`
-	CPU         float64 `json:"cpu_util"`   // mean utilisation of the nodes' CPUs over the load
-	Redis       float64 `json:"redis_util"` // Redis' utilisation over the load
+	CallerRuns  int64   `json:"caller_runs"` // tasks released at the caller-runs gate
+	CPU         float64 `json:"cpu_util"`    // mean utilisation of the nodes' CPUs over the load
+	Redis       float64 `json:"redis_util"`  // Redis' utilisation over the load
 	SeedTasks   float64 `json:"seed_tasks_per_s"`
 	SeedPool    int     `json:"seed_peak_pool"`
 	SeedP50     float64 `json:"seed_p50_ms"`
@@ -122,8 +131,9 @@ type Row struct {
 	Violations  int     `json:"violations"`
 	TraceHash   string  `json:"trace_hash"`
 	WallSeconds float64 `json:"-"`
-	// Pool is the largest node's pool size at each sample (1 s apart,
-	// from the start of the load).
+	// Pool is the most tasks running on one node's workers at once since
+	// the previous sample (1 s apart, from the start of the load; largest
+	// node), as Peak.
 	Pool []int `json:"-"`
 }
 
@@ -183,15 +193,41 @@ func RunCondition(o Options, c Condition, mode system.Mode) Row {
 	if o.Progress != nil {
 		o.Progress(fmt.Sprintf("axis %s %s %s: running (%v load)", c.Axis, c, mode, o.Load))
 	}
+	var tc taskClock
+	cfg.OnRelease = tc.release
 	res := sim.Run(o.T, cfg)
-	row := measure(o, c, mode, as, res)
+	row := measure(o, c, mode, as, res, &tc)
 	if o.Progress != nil {
 		o.Progress(fmt.Sprintf("axis %s %s %s: done in %.0fs wall", c.Axis, c, mode, row.WallSeconds))
 	}
 	return row
 }
 
-func measure(o Options, c Condition, mode system.Mode, as []sim.Action, res *sim.Result) Row {
+// taskClock records, on the driver side, when each executor task finished:
+// a worker's task at its done gate, a caller-runs task at its gate (it
+// runs at once in its submitter and has no done gate). With the CPU model
+// a task gate is released once the task's own work is done.
+type taskClock struct {
+	done    []time.Duration // release times, in release (time) order
+	callers int64
+}
+
+func (tc *taskClock) release(op *sim.Op, now time.Duration) {
+	switch op.Kind {
+	case system.PointTaskDone:
+		tc.done = append(tc.done, now)
+	case system.PointTaskCaller:
+		tc.done = append(tc.done, now)
+		tc.callers++
+	}
+}
+
+// upTo counts the tasks finished at or before t.
+func (tc *taskClock) upTo(t time.Duration) int {
+	return sort.Search(len(tc.done), func(i int) bool { return tc.done[i] > t })
+}
+
+func measure(o Options, c Condition, mode system.Mode, as []sim.Action, res *sim.Result, tc *taskClock) Row {
 	row := Row{
 		Condition: c.String(), Axis: c.Axis, Room: c.Room, Mode: string(mode), Rate: c.Rate,
 		SeedTasks: c.Seed.Tasks[mode], SeedPool: c.Seed.Pool[mode], SeedP50: c.Seed.P50[mode],
@@ -208,8 +244,9 @@ func measure(o Options, c Condition, mode system.Mode, as []sim.Action, res *sim
 		row.Formula = c.Rate * (local + Nodes - 1)
 	}
 	for _, p := range res.Peaks {
-		row.Peak = max(row.Peak, p)
+		row.RelayPeak = max(row.RelayPeak, p)
 	}
+	row.CallerRuns = tc.callers
 	h := res.History
 	if h == nil {
 		return row
@@ -247,7 +284,7 @@ func measure(o Options, c Condition, mode system.Mode, as []sim.Action, res *sim
 		row.Delivered = 100 * float64(len(seen)) / float64(row.Messages*c.Room)
 	}
 	row.P50, row.P95, row.Max = percentile(lat, 0.50), percentile(lat, 0.95), percentile(lat, 1)
-	row.Tasks, row.Pool, row.CallerRuns = taskRate(h.Samples, o.Load)
+	row.Tasks, row.Pool, row.Peak = taskRate(h.Samples, tc, o.Load)
 	for _, b := range res.Busy {
 		u := b.Busy.Seconds() / o.Load.Seconds()
 		if b.Resource == "redis" {
@@ -259,27 +296,27 @@ func measure(o Options, c Condition, mode system.Mode, as []sim.Action, res *sim
 	return row
 }
 
-// taskRate computes the seed's Tasks/s: the rate of completed executor
-// tasks (all nodes) over 10 s windows, averaged over the windows that lie
-// inside the load; and the pool size over time (largest node, per sample).
-func taskRate(samples []model.Sample, load time.Duration) (float64, []int, int64) {
-	completed := map[time.Duration]int64{}
-	pool := map[time.Duration]int{}
+// taskRate computes the seed's Tasks/s: the rate of finished executor
+// tasks (all nodes) over 10 s windows ending at the samples, averaged over
+// the windows that lie inside the load; the busy workers over time (the
+// largest node's PeakRunning per sample, from the start of the load); and
+// the peak of busy workers on any node over the run.
+func taskRate(samples []model.Sample, tc *taskClock, load time.Duration) (float64, []int, int) {
+	busy := map[time.Duration]int{}
 	var times []time.Duration
-	var callers int64
+	peak := 0
 	for _, s := range samples {
-		if _, ok := completed[s.Time]; !ok {
+		if _, ok := busy[s.Time]; !ok {
 			times = append(times, s.Time)
 		}
-		completed[s.Time] += s.Completed
-		pool[s.Time] = max(pool[s.Time], s.Pool)
-		callers = max(callers, s.CallerRuns)
+		busy[s.Time] = max(busy[s.Time], s.PeakRunning)
+		peak = max(peak, s.PeakRunning)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
 	var pools []int
 	for _, t := range times {
 		if t >= warmUp {
-			pools = append(pools, pool[t])
+			pools = append(pools, busy[t])
 		}
 	}
 	window := 10 * time.Second // the seed's rate(...[10s])
@@ -293,15 +330,15 @@ func taskRate(samples []model.Sample, load time.Duration) (float64, []int, int64
 		if from < warmUp || t > warmUp+load {
 			continue
 		}
-		if c0, ok := completed[from]; ok {
-			sum += float64(completed[t]-c0) / window.Seconds()
+		if _, ok := busy[from]; ok {
+			sum += float64(tc.upTo(t)-tc.upTo(from)) / window.Seconds()
 			n++
 		}
 	}
 	if n == 0 {
-		return 0, pools, callers
+		return 0, pools, peak
 	}
-	return sum / float64(n), pools, callers
+	return sum / float64(n), pools, peak
 }
 
 func percentile(xs []float64, q float64) float64 {

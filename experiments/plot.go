@@ -21,8 +21,8 @@ var (
 	colSeedB  = color.RGBA{R: 150, G: 180, B: 240, A: 255}
 )
 
-// Plot writes the report's charts to dir as PNG and SVG: the pool size
-// over virtual time (single vs bulk, one panel per condition, as in the
+// Plot writes the report's charts to dir as PNG and SVG: the busy workers
+// (Row.Pool) over virtual time (single vs bulk, one panel per condition, as in the
 // seed), Tasks/s per condition, latency percentiles, and the Scenario 2
 // curve. It returns the files written.
 func Plot(rep Report, dir string) ([]string, error) {
@@ -85,13 +85,14 @@ func Plot(rep Report, dir string) ([]string, error) {
 	return files, nil
 }
 
-// poolPanel is one condition: the largest node's pool over virtual time,
+// poolPanel is one condition: the largest node's busy workers (peak per
+// sample) over virtual time,
 // single and bulk, on the seed's fixed y range.
 func poolPanel(rows []Row) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = rows[0].Condition
 	p.X.Label.Text = "virtual time since load start (s)"
-	p.Y.Label.Text = "pool size (largest node)"
+	p.Y.Label.Text = "busy workers (largest node, peak per second)"
 	p.Y.Min, p.Y.Max = 0, 210
 	for _, r := range rows {
 		pts := make(plotter.XYs, len(r.Pool))

@@ -48,7 +48,8 @@ func badHistory() *History {
 		dlv(6, "u2", "r1", 1, "m1"), // duplicate
 	)
 	h.Final.LeftoverGoroutines = []string{"goroutine 7"}
-	h.Samples = []Sample{{Node: "n1", Core: 1, Max: 2, Pool: 3, Peak: 2}}
+	h.Samples = []Sample{{Node: "n1", Core: 1, Max: 2, Workers: 3, PeakRunning: 2, Goroutines: -1}}
+	h.Events = append(h.Events, Event{Kind: KindPanic, Node: "n2", Err: "task deliver r1#1 u1: boom", TraceLine: 7})
 	return h
 }
 
@@ -61,7 +62,7 @@ func TestCheck(t *testing.T) {
 	assert.Equal(t, []string{
 		PropNoLoss, PropOrdering, PropNoStray,
 		PropExactlyOnce, PropExactlyOnce, PropExactlyOnce,
-		PropStreamLeak, PropGoroutineLeak, PropWorkers,
+		PropStreamLeak, PropGoroutineLeak, PropWorkers, PropPanics,
 	}, props)
 	var seqs []uint64
 	for _, v := range got[3:6] {
@@ -76,22 +77,26 @@ func TestCheckClean(t *testing.T) {
 		snd(1, "u1", "r1", 1, "m1"), snd(2, "u1", "r1", 2, "m2"),
 		dlv(3, "u1", "r1", 1, "m1"), dlv(4, "u1", "r1", 2, "m2"),
 	)
-	h.Samples = []Sample{{Node: "n1", Core: 2, Max: 4, Pool: 2, Peak: 4, Idle: true}}
-	h.Dispatches = []Dispatch{{Node: "n1", Room: "r1", Seq: 1, Mode: "bulk", Members: []string{"u1"}, Local: []string{"u1"}, Tasks: 1}}
+	h.Samples = []Sample{{Node: "n1", Core: 2, Max: 4, Workers: 2, PeakRunning: 4, Idle: true}}
+	h.Tasks = []Tasks{{Node: "n1", Room: "r1", Seq: 1, Count: 1}, {Node: "n1", Room: "r1", Seq: 2, Count: 1}}
 	assert.Empty(t, Check(h))
 }
 
 // TestCheckDeterministic guards against map iteration order reaching the
 // output: many rooms and users, checked repeatedly, must print the same.
 func TestCheckDeterministic(t *testing.T) {
-	h := &History{Final: Final{Logs: map[string][]LogEntry{}, Windows: map[string]map[string][]Window{}}}
+	h := &History{Final: Final{Logs: map[string][]LogEntry{}}}
 	for _, room := range names("r", 8) {
 		h.Final.Logs[room] = logOf("m1", "m1", "m2")
-		h.Final.Windows[room] = map[string][]Window{}
+		ws := map[string][]Window{}
 		for _, user := range names("u", 8) {
-			h.Final.Windows[room][user] = open
-			h.Events = append(h.Events, snd(0, user, room, 5, user))
+			ws[user] = open
 		}
+		var sends []Event
+		for _, user := range names("u", 8) {
+			sends = append(sends, snd(0, user, room, 5, user))
+		}
+		h.Events = append(h.Events, withWindows(room, ws, sends...)...)
 	}
 	single, bulk := &History{}, &History{}
 	for i, user := range names("u", 20) {

@@ -6,28 +6,34 @@ import (
 	"strings"
 )
 
-// Expected returns the seqs user must receive in room over the whole run:
-// every seq of the room's final log inside one of the user's windows,
+// judge is what the delivery checkers share: the room logs indexed by seq
+// and the memberships derived from the acks.
+type judge struct {
+	h       *History
+	logs    logIndex
+	members map[string]map[string]*Membership
+	byMsg   map[string]Fault // per-operation faults by message, built on demand
+}
+
+func newJudge(h *History) *judge {
+	m, _ := Memberships(h)
+	return &judge{h: h, logs: indexLogs(h.Final), members: m}
+}
+
+func (j *judge) membership(room, user string) *Membership { return j.members[room][user] }
+
+// Expected returns the seqs of room's final log that user is certainly owed,
 // ascending.
-func Expected(f Final, room, user string) []uint64 {
-	ws := f.Windows[room][user]
+func (j *judge) expected(room, user string) []uint64 {
+	m := j.membership(room, user)
 	var out []uint64
-	for _, e := range f.Logs[room] {
-		if inWindows(ws, e.Seq) {
+	for _, e := range j.h.Final.Logs[room] {
+		if m.owes(e.Seq) {
 			out = append(out, e.Seq)
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-func inWindows(ws []Window, seq uint64) bool {
-	for _, w := range ws {
-		if w.Contains(seq) {
-			return true
-		}
-	}
-	return false
 }
 
 func formatWindows(ws []Window) string {
@@ -43,6 +49,17 @@ func formatWindows(ws []Window) string {
 		parts[i] = fmt.Sprintf("[%d,%s]", w.From, to)
 	}
 	return strings.Join(parts, " ")
+}
+
+func formatMembership(m *Membership) string {
+	if m == nil {
+		return "(none)"
+	}
+	s := formatWindows(m.Owed)
+	if len(m.Maybe) > 0 {
+		s += " maybe " + formatWindows(m.Maybe)
+	}
+	return s
 }
 
 // logIndex maps room, then seq, to the final log entry, so that checkers
@@ -66,24 +83,23 @@ func (x logIndex) entry(room string, seq uint64) (LogEntry, bool) {
 	return e, ok
 }
 
-// owed reports whether a delivery's (room, seq) is one its user must
-// receive. Deliveries that are not owed are strays; the ordering and
-// exactly-once checkers skip them so that each fault is reported once.
-func owed(f Final, x logIndex, ev Event) bool {
-	_, ok := x.entry(ev.Room, ev.Seq)
-	return ok && inWindows(f.Windows[ev.Room][ev.User], ev.Seq)
+// owed reports whether a delivery's (room, seq) is one its user is
+// certainly owed.
+func (j *judge) owed(ev Event) bool {
+	_, ok := j.logs.entry(ev.Room, ev.Seq)
+	return ok && j.membership(ev.Room, ev.User).owes(ev.Seq)
 }
 
 // strayReason says why a delivery is a stray, or "" when it is not.
-func strayReason(f Final, x logIndex, ev Event) string {
-	e, ok := x.entry(ev.Room, ev.Seq)
+func (j *judge) strayReason(ev Event) string {
+	e, ok := j.logs.entry(ev.Room, ev.Seq)
 	if !ok {
 		return fmt.Sprintf("delivered seq %d, which is not in the room log (%d entries)",
-			ev.Seq, len(f.Logs[ev.Room]))
+			ev.Seq, len(j.h.Final.Logs[ev.Room]))
 	}
-	if ws := f.Windows[ev.Room][ev.User]; !inWindows(ws, ev.Seq) {
-		return fmt.Sprintf("delivered seq %d outside the user's membership windows %s",
-			ev.Seq, formatWindows(ws))
+	if m := j.membership(ev.Room, ev.User); !m.allows(ev.Seq) {
+		return fmt.Sprintf("delivered seq %d outside the user's membership windows %s (from its join/leave acks)",
+			ev.Seq, formatMembership(m))
 	}
 	if e.MsgID != ev.MsgID {
 		return fmt.Sprintf("delivered msgid %q at seq %d but the log holds %q there",
@@ -93,15 +109,17 @@ func strayReason(f Final, x logIndex, ev Event) string {
 }
 
 // CheckNoStray reports every delivery whose seq is in none of the user's
-// windows, or not in the room log, or whose MsgID differs from the log entry.
-func CheckNoStray(h *History) []Violation {
-	x := indexLogs(h.Final)
+// windows (as its acks tell them), or not in the room log, or whose MsgID
+// differs from the log entry.
+func CheckNoStray(h *History) []Violation { return newJudge(h).noStray() }
+
+func (j *judge) noStray() []Violation {
 	var out []Violation
-	for _, ev := range h.Events {
+	for _, ev := range j.h.Events {
 		if ev.Kind != KindDeliver {
 			continue
 		}
-		if why := strayReason(h.Final, x, ev); why != "" {
+		if why := j.strayReason(ev); why != "" {
 			out = append(out, Violation{
 				Property: PropNoStray, User: ev.User, Room: ev.Room, Seq: ev.Seq,
 				Detail: why, TraceLines: lines(ev.TraceLine),
@@ -128,13 +146,16 @@ type tally struct {
 }
 
 // CheckExactlyOnce judges the run after the drain: every (user, room, seq)
-// the final windows and logs owe must have been delivered exactly once.
+// the derived windows certainly owe and the log holds must have been
+// delivered exactly once, and a seq the windows only may owe at most once.
 // Deliveries are counted by seq; a wrong MsgID at the right seq is a stray
 // and reported by CheckNoStray only.
-func CheckExactlyOnce(h *History) []Violation {
+func CheckExactlyOnce(h *History) []Violation { return newJudge(h).exactlyOnce() }
+
+func (j *judge) exactlyOnce() []Violation {
 	got := map[userRoomSeq]*tally{}
 	acks := map[roomSeq][]int{}
-	for _, ev := range h.Events {
+	for _, ev := range j.h.Events {
 		switch {
 		case ev.Kind == KindDeliver:
 			k := userRoomSeq{ev.User, ev.Room, ev.Seq}
@@ -149,11 +170,15 @@ func CheckExactlyOnce(h *History) []Violation {
 		}
 	}
 	var out []Violation
-	for _, room := range sortedKeys(h.Final.Windows) {
-		for _, user := range sortedKeys(h.Final.Windows[room]) {
-			for _, seq := range Expected(h.Final, room, user) {
-				if v, bad := judgeCount(got[userRoomSeq{user, room, seq}], acks[roomSeq{room, seq}]); bad {
-					v.User, v.Room, v.Seq = user, room, seq
+	for _, room := range sortedKeys(j.members) {
+		for _, user := range sortedKeys(j.members[room]) {
+			m := j.members[room][user]
+			for _, e := range j.h.Final.Logs[room] {
+				if !m.allows(e.Seq) {
+					continue
+				}
+				if v, bad := judgeCount(got[userRoomSeq{user, room, e.Seq}], acks[roomSeq{room, e.Seq}], m.owes(e.Seq)); bad {
+					v.User, v.Room, v.Seq = user, room, e.Seq
 					out = append(out, v)
 				}
 			}
@@ -162,17 +187,17 @@ func CheckExactlyOnce(h *History) []Violation {
 	return out
 }
 
-// judgeCount turns one owed message's tally into a violation. A missing
-// message has no delivery to cite, so it cites the send's ack instead.
-func judgeCount(t *tally, ackLines []int) (Violation, bool) {
+// judgeCount turns one message's tally into a violation. A missing message
+// has no delivery to cite, so it cites the send's ack instead.
+func judgeCount(t *tally, ackLines []int, owed bool) (Violation, bool) {
 	switch {
-	case t == nil:
+	case t == nil && owed:
 		return Violation{
 			Property:   PropExactlyOnce,
 			Detail:     "owed by the user's membership windows but never delivered",
 			TraceLines: lines(ackLines...),
 		}, true
-	case t.n > 1:
+	case t != nil && t.n > 1:
 		return Violation{
 			Property:   PropExactlyOnce,
 			Detail:     fmt.Sprintf("delivered %d times", t.n),

@@ -8,13 +8,13 @@ import (
 )
 
 func TestExpected(t *testing.T) {
-	f := Final{
-		Logs: map[string][]LogEntry{"r1": logOf(msgs(10)...), "r2": logOf(msgs(2)...)},
-		Windows: map[string]map[string][]Window{
-			"r1": {"u1": {{From: 1, To: 3}, {From: 7, To: 9}}, "u2": {{From: 5}}},
-			"r2": {"u1": {{From: 1}}},
-		},
+	h := &History{
+		Events: append(
+			withWindows("r1", map[string][]Window{"u1": {{From: 1, To: 3}, {From: 7, To: 9}}, "u2": {{From: 5}}}),
+			withWindows("r2", map[string][]Window{"u1": {{From: 1}}})...),
+		Final: Final{Logs: map[string][]LogEntry{"r1": logOf(msgs(10)...), "r2": logOf(msgs(2)...)}},
 	}
+	j := newJudge(h)
 	tests := []struct {
 		name, room, user string
 		want             []uint64
@@ -27,7 +27,7 @@ func TestExpected(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, Expected(f, tt.room, tt.user))
+			assert.Equal(t, tt.want, j.expected(tt.room, tt.user))
 		})
 	}
 }
@@ -71,7 +71,7 @@ func TestCheckNoStrayDetails(t *testing.T) {
 	got := CheckNoStray(oneRoom(logOf(msgs(4)...), ws,
 		dlv(1, "u1", "r1", 4, "m4"), dlv(2, "u1", "r1", 5, "m5"), dlv(3, "u1", "r1", 2, "mX")))
 	require.Len(t, got, 3)
-	assert.Equal(t, "delivered seq 4 outside the user's membership windows [1,3]", got[0].Detail)
+	assert.Equal(t, "delivered seq 4 outside the user's membership windows [1,3] (from its join/leave acks)", got[0].Detail)
 	assert.Equal(t, "delivered seq 5, which is not in the room log (4 entries)", got[1].Detail)
 	assert.Equal(t, `delivered msgid "mX" at seq 2 but the log holds "m2" there`, got[2].Detail)
 }

@@ -2,6 +2,15 @@
 // relay and the checkers that judge a run. Every checker is a pure function of
 // a History. The model never imports the system it judges (system/) nor the
 // simulator (sim/): it defines the history types and sim/ records into them.
+//
+// The oracle takes nothing on the relay's word. Its inputs are what the
+// clients saw (every call with its invocation and its completion, every
+// delivery), the room logs read at the end (the only server state it reads),
+// the faults the simulator injected, and work counted from outside the
+// relay (tasks at the executor's gates, goroutines by label, connections on
+// the simulated network). Membership windows are derived from the join and
+// leave acks the clients received and checked against real-time order; the
+// relay's own window records are never read.
 package model
 
 import "time"
@@ -12,10 +21,12 @@ type Kind string
 const (
 	// KindCreateRoom: a room was created (OK) or the attempt failed.
 	KindCreateRoom Kind = "create-room"
-	// KindConnect: the user's client opened its delivery stream on Node.
+	// KindConnect: the user's client opened its delivery stream on Node
+	// (OK), sending Cursors; or the attempt failed (Err).
 	KindConnect Kind = "connect"
-	// KindDisconnect: the client closed its stream (Vanish false) or stopped
-	// reading without closing it (Vanish true).
+	// KindDisconnect: the client closed its stream (Vanish false, Err
+	// empty), stopped reading without closing it (Vanish true), or saw the
+	// server end it (Err holds the status).
 	KindDisconnect Kind = "disconnect"
 	// KindJoin: a join call returned. On success Seq is the first seq of the
 	// membership window (JoinResponse.from_seq).
@@ -23,35 +34,80 @@ const (
 	// KindLeave: a leave call returned. On success Seq is the last seq of the
 	// window that ended (LeaveResponse.to_seq).
 	KindLeave Kind = "leave"
-	// KindSend: a send call returned. On success Seq is the acked seq.
+	// KindSend: a send call returned. On success Seq is the acked seq and
+	// Duplicate says the ack reported an earlier sequencing of the MsgID.
 	KindSend Kind = "send"
-	// KindDeliver: the client received Room/Seq/MsgID on its stream.
+	// KindDeliver: the client received Room/Seq/MsgID on its stream on Node.
 	KindDeliver Kind = "deliver"
 	// KindSessionClosed: a node closed the server side of User's stream
 	// (observed on the node, not by the client).
 	KindSessionClosed Kind = "session-closed"
+	// KindPanic: a node recovered a panicking executor task (Err holds the
+	// task label and the panic value).
+	KindPanic Kind = "panic"
 )
 
 // Event is one entry of a run's history. Fields that do not apply to a kind
-// are zero.
+// are zero. Client calls carry their invocation (Invoked, InvokedLine) and
+// their completion (Time, TraceLine), as in Jepsen and porcupine histories;
+// for instantaneous events the two coincide.
 type Event struct {
-	Time  time.Duration // virtual time since the start of the run
-	Kind  Kind
-	User  string
-	Room  string
-	Node  string
-	Seq   uint64
-	MsgID string // client message id (sends and deliveries)
-	OK    bool   // the call succeeded (join, leave, send, create-room)
-	Err   string // the call's error, when !OK
+	Time time.Duration // virtual time since the start of the run (completion)
+	Kind Kind
+	User string
+	Room string
+	Node string // the node the call was answered by, or the stream's node
+	Seq  uint64
+	// MsgID is the client message id (sends and deliveries).
+	MsgID string
+	OK    bool   // the call succeeded (join, leave, send, create-room, connect)
+	Err   string // the call's gRPC status code, when !OK
 	// Vanish marks a disconnect where the client stopped reading without
 	// closing the stream.
 	Vanish bool
 	// FromLog marks a delivery replayed or gap-filled from the room log.
 	FromLog bool
+	// Duplicate is a send ack's duplicate flag.
+	Duplicate bool
+	// Tries is how many times the client tried the call (1: no retry).
+	Tries int
+	// Cursors are the per-room cursors a connect sent.
+	Cursors map[string]uint64
+	// Invoked is when the call was invoked (== Time when zero and
+	// InvokedLine is zero).
+	Invoked time.Duration
+	// InvokedLine is the trace line at the invocation (0: unknown).
+	InvokedLine int
 	// TraceLine is the 1-based line of the run's trace that shows the event
 	// (0: unknown). Violations cite it as evidence.
 	TraceLine int
+}
+
+// inv is the invocation instant of a call.
+func (e Event) inv() instant {
+	if e.Invoked == 0 && e.InvokedLine == 0 {
+		return instant{e.Time, e.TraceLine}
+	}
+	return instant{e.Invoked, e.InvokedLine}
+}
+
+// done is the completion instant of a call.
+func (e Event) done() instant { return instant{e.Time, e.TraceLine} }
+
+// instant orders events in real time: virtual time first, then the trace
+// line (the scheduler releases one operation at a time, so within one
+// virtual instant the trace line is the real order). Line 0 is unknown and
+// orders before every known line of the same time.
+type instant struct {
+	t    time.Duration
+	line int
+}
+
+func (a instant) before(b instant) bool {
+	if a.t != b.t {
+		return a.t < b.t
+	}
+	return a.line < b.line
 }
 
 // LogEntry is one entry of a room log as read from the directory at the end
@@ -74,79 +130,107 @@ func (w Window) Contains(seq uint64) bool {
 	return seq >= w.From && (w.To == 0 || seq <= w.To)
 }
 
-// Final is the authoritative state read from the directory after the run.
+// Final is the server state read after the run: the room logs only.
 type Final struct {
 	// Logs maps room to its log in seq order.
 	Logs map[string][]LogEntry
-	// Windows maps room, then user, to the user's membership windows in order.
-	Windows map[string]map[string][]Window
 	// LeftoverGoroutines describes goroutines still alive after teardown
 	// (empty when teardown was clean).
 	LeftoverGoroutines []string
 }
 
-// Sample is a snapshot of one node's metrics taken at a quiescent point.
+// Sample is a snapshot of one node taken at a quiescent point. Every count
+// is taken from outside the relay: gRPC's stats handler, the simulated
+// network, the scheduler's gates and the goroutine profile.
 type Sample struct {
 	Time time.Duration
 	Node string
-	// Executor.
-	Core, Max             int
-	Pool, Active, Queued  int
-	Peak                  int
-	Completed, CallerRuns int64
-	// Streams and connections.
-	OpenStreams int // server-side Connect streams currently open
-	Sessions    int // sessions registered as connected
+	// Core and Max are the configured pool sizes.
+	Core, Max int
+	// Running is the number of tasks running on workers at the sample and
+	// PeakRunning the most at once since the previous sample, both counted
+	// at the executor's gates (a task passed its start gate and has not yet
+	// reached its done gate).
+	Running, PeakRunning int
+	// Workers counts the node's live worker goroutines (idle or busy) in
+	// the goroutine profile (-1: not measured).
+	Workers int
+	// Goroutines counts every goroutine labelled with the node (-1: not
+	// measured).
+	Goroutines int
+	// OpenStreams counts server-side Connect streams open (gRPC stats);
+	// Sessions is the node's registered sessions (the relay's own count:
+	// compared with OpenStreams, never trusted alone).
+	OpenStreams int
+	Sessions    int
 	// Transitions counts sessions caught between being opened or closed
 	// and being (un)registered at the sample; stream equality is only
 	// checked when it is zero.
-	Transitions     int
-	PeerConns       int // open client connections to other nodes
-	LivePeers       int // peers the node currently holds connections for
-	ChannelsPerPeer int
-	// Goroutines is the number of goroutines of the whole simulated cluster
-	// at the sample (0: not measured). Connections is the number of open
-	// transport connections in the cluster at the sample.
-	Goroutines  int
-	Connections int
+	Transitions int
+	// InConns and OutConns are the node's open transport connections on the
+	// simulated network: accepted by it, and dialled by it to peers.
+	InConns, OutConns int
+	// PeerRunning is the tasks running on the other nodes' workers at the
+	// sample (each may hold one relay call in this node's handlers).
+	PeerRunning int
+	// LivePeers is the number of other nodes up; ChannelsPerPeer the
+	// configured channels to each.
+	LivePeers, ChannelsPerPeer int
 	// Idle marks a sample taken after the cluster was idle for longer than
 	// the executor keep-alive (the pool must be back at core).
 	Idle bool
 }
 
-// Dispatch is the first fan-out of one message by its sender's node, or a
-// later one (Retry) caused by a retried send.
-type Dispatch struct {
-	Time  time.Duration
-	Node  string
-	Room  string
-	Seq   uint64
-	Mode  string // "single" or "bulk"
-	Retry bool
-	// Members is the membership the node read atomically with the seq.
-	Members []string
-	// Local are members with a session on the dispatching node.
-	Local []string
-	// Routes maps each non-local member to the server the routing table
-	// named ("" when none). In single mode it is filled from the per-recipient
-	// look-ups, in bulk mode from the one MGET.
-	Routes map[string]string
-	// Tasks is the number of executor tasks the dispatch submitted.
-	Tasks     int
+// Tasks is what a node's executor gates saw of one message: the tasks that
+// reached their start gate for its first dispatch (Retry false) or for a
+// retried send's dispatch (Retry true).
+type Tasks struct {
+	Node, Room string
+	Seq        uint64
+	Retry      bool
+	Count      int
+	First      time.Duration
+	TraceLine  int
+}
+
+// Fault is something the simulator did to the system. A timed fault spans
+// [From, To] (To < 0: it never ended); a per-operation fault (Op) hit one
+// operation at From and names the message it belonged to (Msg "room#seq"),
+// if any.
+type Fault struct {
+	From, To time.Duration
+	Kind     string
+	Op       bool
+	// Nodes are the nodes it touches (a link: both ends).
+	Nodes []string
+	// User is the client it touches (vanish, slow consumer).
+	User string
+	// Redis marks faults of Redis (outages, spikes, route flushes, command
+	// errors).
+	Redis     bool
+	Msg       string
 	TraceLine int
 }
 
 // History is everything a run recorded for the checkers.
 type History struct {
-	Mode       string // "single" or "bulk"
-	Events     []Event
-	Samples    []Sample
-	Dispatches []Dispatch
-	Final      Final
+	Mode    string // "single" or "bulk"
+	Events  []Event
+	Samples []Sample
+	Tasks   []Tasks
+	Faults  []Fault
+	Final   Final
 	// KeepAliveBound is the virtual time within which a node must close the
 	// stream of a client that vanished.
 	KeepAliveBound time.Duration
-	// GoroutineBound returns the largest acceptable goroutine count for a
-	// sample, from its connection count and the pool maximum. Nil: unchecked.
+	// LiveBound is the time within which a connected member must receive a
+	// message whose path no fault touched (0: timely delivery unchecked).
+	LiveBound time.Duration
+	// Recovery is how long after a timed fault of a kind its effects may
+	// still delay live deliveries (reconnect back-off, route refresh, the
+	// keep-alive of a vanished stream); kinds absent use Recovery[""].
+	Recovery map[string]time.Duration
+	// GoroutineBound returns the most goroutines a node may have at a
+	// sample, from its connections and the pool maximum (nil: unchecked).
 	GoroutineBound func(s Sample) int
 }

@@ -41,12 +41,12 @@ func sampleStreams(s Sample) []Violation {
 		})
 	}
 	// Connections are dialled lazily and re-dialled after a peer restarts, so
-	// fewer is fine; more means connections outlived their peer entry.
-	if want := s.LivePeers * s.ChannelsPerPeer; s.PeerConns > want {
+	// fewer is fine; more means connections outlived their peer.
+	if want := s.LivePeers * s.ChannelsPerPeer; s.OutConns > want {
 		out = append(out, Violation{
 			Property: PropStreamLeak, Node: s.Node,
 			Detail: fmt.Sprintf("at t=%v: %d open peer connections but only %d live peers x %d channels = %d allowed",
-				s.Time, s.PeerConns, s.LivePeers, s.ChannelsPerPeer, want),
+				s.Time, s.OutConns, s.LivePeers, s.ChannelsPerPeer, want),
 		})
 	}
 	return out

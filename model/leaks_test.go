@@ -9,7 +9,7 @@ import (
 )
 
 func okSample(node string) Sample {
-	return Sample{Node: node, OpenStreams: 4, Sessions: 4, PeerConns: 4, LivePeers: 2, ChannelsPerPeer: 2}
+	return Sample{Node: node, OpenStreams: 4, Sessions: 4, OutConns: 4, LivePeers: 2, ChannelsPerPeer: 2}
 }
 
 func vanish(line int, at time.Duration, user, node string) Event {
@@ -25,7 +25,7 @@ func TestCheckStreamLeaks(t *testing.T) {
 	leaky := okSample("n2")
 	leaky.OpenStreams = 5
 	peers := okSample("n3")
-	peers.PeerConns = 5
+	peers.OutConns = 5
 	tests := []struct {
 		name    string
 		samples []Sample

@@ -5,33 +5,33 @@ import (
 	"sort"
 )
 
-type userRoom struct{ user, room string }
-
 // orderState follows one user's deliveries of one room.
 type orderState struct {
-	expected []uint64 // owed seqs, ascending
+	expected []uint64 // certainly owed seqs, ascending
 	seen     map[uint64]bool
 	last     uint64 // highest seq delivered so far (0: none)
 	lastLine int    // trace line of that delivery
 }
 
 // CheckOrdering checks that each user's deliveries of a room, in history
-// order, stay a prefix of the seqs the user is owed. A delivery that skips an
-// owed seq is a gap; a delivery below the highest seq delivered so far is out
-// of order (so a gap filled later shows as one gap plus one out-of-order
-// delivery). Strays and duplicates are left to their own checkers.
-func CheckOrdering(h *History) []Violation {
-	x := indexLogs(h.Final)
+// order, are strictly increasing and skip no seq the user is certainly owed.
+// A delivery that skips an owed seq is a gap; a delivery below the highest
+// seq delivered so far is out of order (so a gap filled later shows as one
+// gap plus one out-of-order delivery). Strays and duplicates are left to
+// their own checkers.
+func CheckOrdering(h *History) []Violation { return newJudge(h).ordering() }
+
+func (j *judge) ordering() []Violation {
 	states := map[userRoom]*orderState{}
 	var out []Violation
-	for _, ev := range h.Events {
-		if ev.Kind != KindDeliver || !owed(h.Final, x, ev) {
+	for _, ev := range j.h.Events {
+		if ev.Kind != KindDeliver || j.strayReason(ev) != "" {
 			continue
 		}
 		k := userRoom{ev.User, ev.Room}
 		st := states[k]
 		if st == nil {
-			st = &orderState{expected: Expected(h.Final, ev.Room, ev.User), seen: map[uint64]bool{}}
+			st = &orderState{expected: j.expected(ev.Room, ev.User), seen: map[uint64]bool{}}
 			states[k] = st
 		}
 		if st.seen[ev.Seq] {

@@ -18,7 +18,16 @@ const (
 	PropGoroutineLeak   = "no-goroutine-leaks"
 	PropWorkers         = "bounded-worker-growth"
 	PropModeEquivalence = "mode-equivalence"
+	PropWindows         = "membership-windows"
+	PropTimely          = "timely-live-delivery"
+	PropPanics          = "no-task-panics"
 )
+
+// Properties lists every property name.
+var Properties = []string{
+	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropModeEquivalence,
+}
 
 // Violation is one broken property with the context a reader needs to find it
 // in the trace. Fields that do not apply are zero.

@@ -1,25 +1,23 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
-// CheckWorkers checks executor growth at every sample (pool and peak never
-// above max; back at core once idle; cluster goroutines within
-// h.GoroutineBound) and the task count of every first dispatch against the
-// formula of DESIGN 2.2. Retried dispatches are counted apart, not judged.
+// CheckWorkers checks the executors from outside. At every sample: tasks
+// running on workers at once (counted at the task gates) never above max;
+// worker goroutines never above max and back at core once idle; the node's
+// goroutines within h.GoroutineBound. For every acknowledged first dispatch
+// of a message: the tasks that reached the sender node's task gates follow
+// DESIGN §2.2 for the membership derived from the acks and the connections
+// the clients observed. Retried dispatches are counted apart, not judged.
 func CheckWorkers(h *History) []Violation {
 	var out []Violation
 	for _, s := range h.Samples {
 		out = append(out, samplePool(s, h.GoroutineBound)...)
 	}
-	for _, d := range h.Dispatches {
-		if d.Retry {
-			continue
-		}
-		if v, bad := judgeDispatch(d, h.Mode); bad {
-			out = append(out, v)
-		}
-	}
-	return out
+	return append(out, newJudge(h).dispatches()...)
 }
 
 func samplePool(s Sample, bound func(Sample) int) []Violation {
@@ -30,64 +28,147 @@ func samplePool(s Sample, bound func(Sample) int) []Violation {
 			Detail: fmt.Sprintf("at t=%v: ", s.Time) + fmt.Sprintf(format, args...),
 		})
 	}
-	if s.Pool > s.Max {
-		add("pool size %d exceeds max %d", s.Pool, s.Max)
+	if s.PeakRunning > s.Max {
+		add("%d tasks ran on workers at once (counted at the task gates), above max %d", s.PeakRunning, s.Max)
 	}
-	if s.Peak > s.Max {
-		add("peak pool size %d exceeds max %d", s.Peak, s.Max)
+	if s.Workers > s.Max {
+		add("%d worker goroutines, above max %d", s.Workers, s.Max)
 	}
-	if s.Idle && s.Pool > s.Core {
-		add("pool size %d after idle keep-alive, above core %d", s.Pool, s.Core)
+	if s.Idle && s.Workers > s.Core {
+		add("%d worker goroutines after idle keep-alive, above core %d", s.Workers, s.Core)
 	}
-	if bound != nil && s.Goroutines > 0 {
+	if bound != nil && s.Goroutines >= 0 {
 		if b := bound(s); s.Goroutines > b {
-			add("%d goroutines exceed the bound %d (%d connections, pool max %d)",
-				s.Goroutines, b, s.Connections, s.Max)
+			add("%d goroutines exceed the bound %d (%d accepted and %d dialled connections, %d streams, pool max %d, %d tasks running on peers)",
+				s.Goroutines, b, s.InConns, s.OutConns, s.OpenStreams, s.Max, s.PeerRunning)
 		}
 	}
 	return out
 }
 
-// ExpectedTasks returns the executor tasks a first dispatch must submit
-// (DESIGN 2.2) and how they break down: single mode, one per member; bulk
-// mode, one per local member plus one per distinct remote server. Routes
-// holds only non-local members, so an empty route (no entry: the member
-// catches up from the log) and a stale route naming the dispatching node
-// itself add no task. ok is false for an unknown mode.
-func ExpectedTasks(d Dispatch, mode string) (n int, why string, ok bool) {
-	switch mode {
-	case "single":
-		return len(d.Members), fmt.Sprintf("%d members", len(d.Members)), true
-	case "bulk":
-		servers := map[string]bool{}
-		for _, srv := range d.Routes {
-			if srv != "" && srv != d.Node {
-				servers[srv] = true
-			}
-		}
-		n := len(d.Local) + len(servers)
-		return n, fmt.Sprintf("%d local + %d remote servers", len(d.Local), len(servers)), true
-	}
-	return 0, "", false
+// expectation is the range of tasks a first dispatch may submit, and why.
+type expectation struct {
+	lo, hi int
+	why    string
 }
 
-// judgeDispatch compares a first dispatch's tasks with ExpectedTasks. The
-// dispatch's own mode wins over the run's, so that mixed clusters (rolling
-// upgrade) are judged node by node.
-func judgeDispatch(d Dispatch, runMode string) (Violation, bool) {
-	mode := d.Mode
-	if mode == "" {
-		mode = runMode
+// expectTasks derives a dispatch's task count from the model's own view:
+// the members are the users whose derived windows hold the seq; a member is
+// certainly local to the sender's node (or certainly on node M) when its
+// client held a stream there through the whole send call and no fault that
+// could have ended the session or lost its route touched it meanwhile.
+// Single mode: one task per member. Bulk mode: one per local member plus
+// one per distinct remote server (DESIGN §2.2).
+func (j *judge) expectTasks(send Event, conns map[string][]span) expectation {
+	var certain, maybe []string
+	for _, user := range sortedKeys(j.members[send.Room]) {
+		m := j.members[send.Room][user]
+		switch {
+		case m.owes(send.Seq):
+			certain = append(certain, user)
+		case m.allows(send.Seq):
+			maybe = append(maybe, user)
+		}
 	}
-	v := Violation{Property: PropWorkers, Room: d.Room, Node: d.Node, Seq: d.Seq, TraceLines: lines(d.TraceLine)}
-	want, why, ok := ExpectedTasks(d, mode)
-	switch {
-	case !ok:
-		v.Detail = fmt.Sprintf("dispatch has unknown mode %q", mode)
-	case d.Tasks != want:
-		v.Detail = fmt.Sprintf("%s dispatch submitted %d tasks, expected %d (%s)", mode, d.Tasks, want, why)
-	default:
-		return Violation{}, false
+	if j.h.Mode == "single" {
+		return expectation{len(certain), len(certain) + len(maybe),
+			fmt.Sprintf("%d members, %d more possible", len(certain), len(maybe))}
 	}
-	return v, true
+	// A Redis fault on the message's own operations (its MGET) leaves every
+	// remote member unrouted.
+	routed := !j.redisOpFault(msgKey(send.Room, send.Seq))
+	local, servers, unsure := 0, map[string]bool{}, len(maybe)
+	for _, u := range certain {
+		node, ok := j.certainlyOn(u, send, conns[u])
+		switch {
+		case !ok || (!routed && node != send.Node):
+			unsure++
+		case node == send.Node:
+			local++
+		default:
+			servers[node] = true
+		}
+	}
+	return expectation{local + len(servers), local + len(servers) + unsure,
+		fmt.Sprintf("%d local + %d remote servers, %d members unsure", local, len(servers), unsure)}
+}
+
+// certainlyOn returns the node whose session certainly held user during the
+// send call (and, for a remote node, whose route certainly named it).
+func (j *judge) certainlyOn(user string, send Event, ss []span) (string, bool) {
+	s, ok := connectedThrough(ss, send.inv(), send.done())
+	if !ok {
+		return "", false
+	}
+	_, hit := timedFault(j.h, s.from.t, send.Time, func(f Fault) bool {
+		return f.User == user || f.touchesNode(s.node) || f.touchesNode(send.Node) ||
+			(f.Redis && s.node != send.Node)
+	})
+	return s.node, !hit
+}
+
+// dispatches judges every acknowledged first dispatch.
+func (j *judge) dispatches() []Violation {
+	tasks := map[string][]Tasks{}
+	for _, t := range j.h.Tasks {
+		if !t.Retry {
+			k := msgKey(t.Room, t.Seq)
+			tasks[k] = append(tasks[k], t)
+		}
+	}
+	conns := streams(j.h.Events)
+	var out []Violation
+	for _, ev := range j.h.Events {
+		if ev.Kind != KindSend || !ev.OK || ev.Duplicate || ev.Seq == 0 {
+			continue
+		}
+		out = append(out, j.judgeDispatch(ev, tasks[msgKey(ev.Room, ev.Seq)], conns)...)
+	}
+	return out
+}
+
+func (j *judge) judgeDispatch(send Event, seen []Tasks, conns map[string][]span) []Violation {
+	v := Violation{Property: PropWorkers, Room: send.Room, Node: send.Node, Seq: send.Seq, TraceLines: lines(send.TraceLine)}
+	n, line := 0, 0
+	for _, t := range seen {
+		if t.Node != send.Node {
+			v.Detail = fmt.Sprintf("first-dispatch tasks ran on %s, but %s acked the send as its own (not a duplicate)", t.Node, send.Node)
+			v.TraceLines = lines(send.TraceLine, t.TraceLine)
+			return []Violation{v}
+		}
+		n, line = n+t.Count, t.TraceLine
+	}
+	want := j.expectTasks(send, conns)
+	if n >= want.lo && n <= want.hi {
+		return nil
+	}
+	if n < want.lo && j.crashedAfter(send) {
+		return nil // tasks still queued when the node crashed never start
+	}
+	v.Detail = fmt.Sprintf("%s dispatch started %d tasks at the executor's gates, expected %s (%s)", j.h.Mode, n, want.rangeText(), want.why)
+	v.TraceLines = lines(send.TraceLine, line)
+	return []Violation{v}
+}
+
+func (e expectation) rangeText() string {
+	if e.lo == e.hi {
+		return strconv.Itoa(e.lo)
+	}
+	return fmt.Sprintf("%d..%d", e.lo, e.hi)
+}
+
+func (j *judge) crashedAfter(send Event) bool {
+	for _, f := range j.h.Faults {
+		if f.Kind == "crash" && f.From >= send.Invoked && f.touchesNode(send.Node) {
+			return true
+		}
+	}
+	return false
+}
+
+func msgKey(room string, seq uint64) string { return room + "#" + strconv.FormatUint(seq, 10) }
+
+func (j *judge) redisOpFault(msg string) bool {
+	f, ok := j.opFaults()[msg]
+	return ok && f.Redis
 }

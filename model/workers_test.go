@@ -2,98 +2,124 @@ package model
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// seedsBulk is the seeds' bulk dispatch on n1: 150 members, 50 local, the
-// rest routed to n2 and n3, a few without a route and one stale route naming
-// n1 itself.
-func seedsBulk(tasks int) Dispatch {
-	members := names("u", 150)
-	routes := map[string]string{}
-	for i, u := range members[50:] {
-		routes[u] = []string{"n2", "n3"}[i%2]
-	}
-	routes["u51"], routes["u52"], routes["u53"] = "", "", "n1"
-	return Dispatch{
-		Node: "n1", Room: "r1", Seq: 7, Mode: "bulk", Members: members, Local: members[:50],
-		Routes: routes, Tasks: tasks, TraceLine: 42,
-	}
-}
-
-func seedsSingle(tasks int) Dispatch {
-	d := seedsBulk(tasks)
-	d.Mode = "single"
-	return d
-}
-
-func TestExpectedTasks(t *testing.T) {
-	n, why, ok := ExpectedTasks(seedsBulk(0), "bulk")
-	require.True(t, ok)
-	assert.Equal(t, 52, n)
-	assert.Equal(t, "50 local + 2 remote servers", why)
-	n, _, ok = ExpectedTasks(seedsSingle(0), "single")
-	require.True(t, ok)
-	assert.Equal(t, 150, n)
-	_, _, ok = ExpectedTasks(seedsBulk(0), "carrier-pigeon")
-	assert.False(t, ok)
-}
-
-func TestCheckWorkers(t *testing.T) {
-	ok := Sample{Node: "n1", Core: 30, Max: 200, Pool: 120, Peak: 200, Goroutines: 90, Connections: 10}
+func TestCheckWorkersSamples(t *testing.T) {
+	ok := Sample{Node: "n1", Core: 30, Max: 200, Running: 120, PeakRunning: 200, Workers: 200, Goroutines: 90, InConns: 10}
 	idle := ok
-	idle.Idle, idle.Pool = true, 30
-	over := ok
-	over.Pool = 201
-	peak := ok
-	peak.Peak = 250
+	idle.Idle, idle.Workers, idle.Running, idle.PeakRunning = true, 30, 0, 0
+	running := ok
+	running.PeakRunning = 201
+	workers := ok
+	workers.Workers = 201
 	idleHigh := idle
-	idleHigh.Pool = 31
+	idleHigh.Workers = 31
 	goroutines := ok
 	goroutines.Goroutines = 500
-	retry := seedsBulk(60)
-	retry.Retry = true
-	inherit := seedsSingle(150)
-	inherit.Mode = ""
-	unknown := seedsBulk(52)
-	unknown.Mode = "carrier-pigeon"
+	unmeasured := ok
+	unmeasured.Goroutines, unmeasured.Workers = -1, -1
 	tests := []struct {
-		name       string
-		samples    []Sample
-		dispatches []Dispatch
-		want       []Violation
+		name    string
+		samples []Sample
+		want    []Violation
 	}{
-		{"within bounds", []Sample{ok, idle}, []Dispatch{seedsBulk(52), seedsSingle(150), retry}, nil},
-		{"dispatch mode defaults to the run's", nil, []Dispatch{inherit}, nil},
-		{"pool over max", []Sample{over}, nil, []Violation{{Property: PropWorkers, Node: "n1"}}},
-		{"peak over max", []Sample{peak}, nil, []Violation{{Property: PropWorkers, Node: "n1"}}},
-		{"idle pool above core", []Sample{idleHigh}, nil, []Violation{{Property: PropWorkers, Node: "n1"}}},
-		{"goroutines over bound", []Sample{goroutines}, nil, []Violation{{Property: PropWorkers, Node: "n1"}}},
-		{"bulk dispatch with a task per recipient", nil, []Dispatch{seedsBulk(150)},
-			[]Violation{{Property: PropWorkers, Room: "r1", Node: "n1", Seq: 7, TraceLines: []int{42}}}},
-		{"single dispatch grouped", nil, []Dispatch{seedsSingle(52)},
-			[]Violation{{Property: PropWorkers, Room: "r1", Node: "n1", Seq: 7, TraceLines: []int{42}}}},
-		{"unknown mode", nil, []Dispatch{unknown},
-			[]Violation{{Property: PropWorkers, Room: "r1", Node: "n1", Seq: 7, TraceLines: []int{42}}}},
+		{"within bounds", []Sample{ok, idle, unmeasured}, nil},
+		{"more tasks running at once than max", []Sample{running}, []Violation{{Property: PropWorkers, Node: "n1"}}},
+		{"more worker goroutines than max", []Sample{workers}, []Violation{{Property: PropWorkers, Node: "n1"}}},
+		{"workers above core after idle", []Sample{idleHigh}, []Violation{{Property: PropWorkers, Node: "n1"}}},
+		{"goroutines over bound", []Sample{goroutines}, []Violation{{Property: PropWorkers, Node: "n1"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := &History{
-				Mode: "single", Samples: tt.samples, Dispatches: tt.dispatches,
-				GoroutineBound: func(s Sample) int { return 10*s.Connections + s.Max },
-			}
+			h := &History{Samples: tt.samples, GoroutineBound: func(s Sample) int { return 10*s.InConns + s.Max }}
 			assertViolations(t, tt.want, CheckWorkers(h))
 		})
 	}
 }
 
-func TestCheckWorkersDetails(t *testing.T) {
-	s := Sample{Node: "n2", Core: 30, Max: 200, Pool: 40, Peak: 40, Idle: true, Goroutines: 999}
-	h := &History{Samples: []Sample{s}, Dispatches: []Dispatch{seedsBulk(53)}}
+// seedsRoom is the seeds' room: 150 members, u1..u50 connected to n1,
+// u51..u100 to n2 and u101..u150 to n3 from t=1s on; u1 sends on n1 at
+// t=5s and gets seq 1.
+func seedsRoom(mode string, tasks int, extra ...Event) *History {
+	users := names("u", 150)
+	var events []Event
+	line := 1
+	for i, u := range users {
+		events = append(events, Event{Kind: KindConnect, User: u, Node: []string{"n1", "n2", "n3"}[i/50], OK: true, Time: time.Second, TraceLine: line})
+		line++
+	}
+	send := snd(1000, "u1", "r1", 1, "m1")
+	send.Time, send.Invoked, send.InvokedLine = 5*time.Second, 5*time.Second, 999
+	events = append(append(events, send), extra...)
+	ws := map[string][]Window{}
+	for _, u := range users {
+		ws[u] = open
+	}
+	h := &History{Mode: mode, Events: withWindows("r1", ws, events...), Final: Final{Logs: map[string][]LogEntry{"r1": logOf("m1")}}}
+	if tasks > 0 {
+		h.Tasks = []Tasks{{Node: "n1", Room: "r1", Seq: 1, Count: tasks, TraceLine: 1001}}
+	}
+	return h
+}
+
+func TestCheckWorkersDispatch(t *testing.T) {
+	flush := Fault{From: 4 * time.Second, To: 4 * time.Second, Kind: "route-flush", Redis: true}
+	tests := []struct {
+		name   string
+		h      *History
+		detail string
+	}{
+		{"bulk: 50 local + 2 remote servers", seedsRoom("bulk", 52), ""},
+		{"single: one per member", seedsRoom("single", 150), ""},
+		{"bulk with a task per recipient", seedsRoom("bulk", 150),
+			"bulk dispatch started 150 tasks at the executor's gates, expected 52 (50 local + 2 remote servers, 0 members unsure)"},
+		{"single grouped by server", seedsRoom("single", 52),
+			"single dispatch started 52 tasks at the executor's gates, expected 150 (150 members, 0 more possible)"},
+		{"no task reached the executor (bare goroutines)", seedsRoom("bulk", 0),
+			"bulk dispatch started 0 tasks at the executor's gates, expected 52 (50 local + 2 remote servers, 0 members unsure)"},
+		{"a route flush makes remote members unsure", func() *History {
+			h := seedsRoom("bulk", 50)
+			h.Faults = []Fault{flush}
+			h.Recovery = map[string]time.Duration{"": 10 * time.Second}
+			return h
+		}(), ""},
+		{"one member disconnected during the send is unsure", seedsRoom("bulk", 51,
+			Event{Kind: KindDisconnect, User: "u2", Node: "n1", Time: 5 * time.Second, TraceLine: 1000}), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CheckWorkers(tt.h)
+			if tt.detail == "" {
+				assert.Empty(t, got)
+				return
+			}
+			require.Len(t, got, 1)
+			assert.Equal(t, PropWorkers, got[0].Property)
+			assert.Equal(t, tt.detail, got[0].Detail)
+		})
+	}
+}
+
+func TestCheckWorkersDispatchElsewhere(t *testing.T) {
+	h := seedsRoom("bulk", 52)
+	h.Tasks[0].Node = "n2"
 	got := CheckWorkers(h)
-	require.Len(t, got, 2, "without GoroutineBound goroutines are not judged")
-	assert.Equal(t, "bounded-worker-growth: node n2: at t=0s: pool size 40 after idle keep-alive, above core 30", got[0].String())
-	assert.Equal(t, "bounded-worker-growth: room r1 node n1 seq 7: bulk dispatch submitted 53 tasks, expected 52 (50 local + 2 remote servers) (trace line 42)", got[1].String())
+	require.Len(t, got, 1)
+	assert.Contains(t, got[0].Detail, "first-dispatch tasks ran on n2, but n1 acked the send as its own")
+}
+
+func TestCheckWorkersRetriesNotJudged(t *testing.T) {
+	h := seedsRoom("bulk", 52)
+	h.Tasks = append(h.Tasks, Tasks{Node: "n2", Room: "r1", Seq: 1, Retry: true, Count: 7})
+	assert.Empty(t, CheckWorkers(h))
+}
+
+func TestCheckWorkersCrashExcusesMissingTasks(t *testing.T) {
+	h := seedsRoom("bulk", 10)
+	h.Faults = []Fault{{From: 5 * time.Second, To: 8 * time.Second, Kind: "crash", Nodes: []string{"n1"}}}
+	assert.Empty(t, CheckWorkers(h))
 }

@@ -1,8 +1,11 @@
 package scenarios
 
 import (
+	"flag"
 	"fmt"
+	"hash/maphash"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,8 +23,10 @@ import (
 // properties (no stray delivery, per-room order, no loss, no stream leak,
 // bounded workers) after every action, and everything after the liveness
 // phase. The scheduler's picks are rapid draws, so schedules shrink with
-// the actions. A failure prints the banner and rapid's replay flags.
+// the actions. A failure prints the banner, with a pasteable command, and
+// rapid's replay flags.
 func TestRelayProperties(t *testing.T) {
+	pinRapidSeed(t)
 	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
 		t.Run(string(mode), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
@@ -29,6 +34,46 @@ func TestRelayProperties(t *testing.T) {
 			})
 		})
 	}
+}
+
+// pinRapidSeed draws rapid's base seed here when -rapid.seed (or
+// RAPID_SEED) did not set one, so that a banner can name it: rapid.T has no
+// seed accessor, and rapid draws a fresh base per Check otherwise. With the
+// same base seed rapid runs the same checks in the same order — the runs
+// are deterministic — down to the same failure and shrunk case.
+func pinRapidSeed(t *testing.T) {
+	fl := flag.Lookup("rapid.seed")
+	if fl == nil || fl.Value.String() != "0" {
+		return
+	}
+	seed := new(maphash.Hash).Sum64() | 1
+	if err := fl.Value.Set(strconv.FormatUint(seed, 10)); err != nil {
+		t.Fatalf("set -rapid.seed: %v", err)
+	}
+	t.Cleanup(func() { _ = fl.Value.Set("0") })
+}
+
+// rapidReplay is the command that runs mode's property checks again from
+// the same base seed, with every other rapid flag the run was given.
+func rapidReplay(mode system.Mode) string {
+	var extra []string
+	if testing.Short() {
+		extra = append(extra, "-short")
+	}
+	flag.Visit(func(fl *flag.Flag) {
+		if strings.HasPrefix(fl.Name, "rapid.") && fl.Name != "rapid.seed" && fl.Name != "rapid.failfile" {
+			extra = append(extra, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
+		}
+	})
+	seed := "0"
+	if fl := flag.Lookup("rapid.seed"); fl != nil {
+		seed = fl.Value.String()
+	}
+	cmd := fmt.Sprintf("go test%s ./scenarios -run 'TestRelayProperties/%s$' -rapid.seed=%s", overlayArg(), mode, seed)
+	if len(extra) > 0 {
+		cmd += " " + strings.Join(extra, " ")
+	}
+	return cmd
 }
 
 // rapidChooser makes every scheduler pick a rapid draw.
@@ -69,6 +114,8 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"heal":        m.heal,
 		"flushRoutes": m.flushRoutes,
 		"redisOutage": m.redisOutage,
+		"redisSpike":  m.redisSpike,
+		"pause":       m.pause,
 		"slowClient":  m.slowClient,
 		"":            m.invariants,
 	})
@@ -82,7 +129,12 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 	mix := sim.FaultMix{
 		DropRequest: p.Draw(rt, "drop-request"), DropResponse: p.Draw(rt, "drop-response"),
 		Duplicate: p.Draw(rt, "duplicate"), Delay: p.Draw(rt, "delay"),
+		RedisError: rapid.SampledFrom([]float64{0, 0.01, 0.05}).Draw(rt, "redis-error"),
 	}
+	// The scheduler may delay a picked op (exploration by time, not only
+	// by order), as the seed runs' random scheduler does.
+	delayP := rapid.SampledFrom([]float64{0, 0.01, 0.05}).Draw(rt, "delay-p")
+	strategy := &sim.Random{C: rapidChooser{rt}, DelayP: delayP, MaxDelay: 20 * time.Millisecond}
 	m := &machine{mode: mode, mix: mix, down: map[int]bool{}}
 	for i := 1; i <= users; i++ {
 		m.users = append(m.users, fmt.Sprintf("u%d", i))
@@ -94,12 +146,15 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 		Executor: system.ExecutorConfig{Core: 1, Max: 3, Queue: 2, KeepAlive: 5 * time.Second},
 		Node:     func(nc *system.Config) { nc.OutboxSize = 16 },
 		Cost:     sim.DefaultCost(), Mix: mix,
-		Strategy: &sim.Random{C: rapidChooser{rt}},
-		Trace:    sim.NewTrace(*traceFlag != "", 60),
+		Strategy: strategy,
+		// Kept whole (cases are small): the banner shows the lines around
+		// the evidence.
+		Trace: sim.NewTrace(true, 60),
 	})
 	if err != nil {
 		rt.Fatalf("start cluster: %v", err)
 	}
+	c.SetBounds(sim.DefaultCost(), strategy.MaxDelay)
 	m.c = c
 	for _, r := range m.rooms {
 		c.Do(sim.Action{User: m.users[0], Kind: sim.ActCreate, Room: r})
@@ -207,13 +262,23 @@ func (m *machine) redisOutage(rt *rapid.T) {
 	m.inject(rt, sim.Fault{Kind: "redis-outage", For: d})
 }
 
+func (m *machine) redisSpike(rt *rapid.T) {
+	d := rapid.SampledFrom([]time.Duration{200 * time.Millisecond, 2 * time.Second}).Draw(rt, "for")
+	m.inject(rt, sim.Fault{Kind: "redis-spike", For: d})
+}
+
+func (m *machine) pause(rt *rapid.T) {
+	d := rapid.SampledFrom([]time.Duration{100 * time.Millisecond, time.Second, 3 * time.Second}).Draw(rt, "for")
+	m.inject(rt, sim.Fault{Kind: "pause", Node: m.node(rt), For: d})
+}
+
 func (m *machine) slowClient(rt *rapid.T) {
 	d := rapid.SampledFrom([]time.Duration{100 * time.Millisecond, 2 * time.Second}).Draw(rt, "for")
 	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSlow, For: d})
 }
 
-// inject applies a fault from a goroutine of its own (a crash waits for
-// the node's tasks, which the driver must keep scheduling).
+// inject applies a fault from a goroutine of its own (a restart passes
+// gates, which the driver must keep scheduling).
 func (m *machine) inject(rt *rapid.T, f sim.Fault) {
 	done := make(chan struct{})
 	go func() {
@@ -230,20 +295,15 @@ func (m *machine) inject(rt *rapid.T, f sim.Fault) {
 // was delivered so far is a prefix of what is owed, nothing is stray, no
 // acked send is lost, streams match sessions, pools stay within bounds.
 func (m *machine) invariants(rt *rapid.T) {
-	m.c.Sample(false, 0)
-	final, err := m.c.Final()
+	m.c.Sample(false, true)
+	if k := m.c.Sched.Collisions; len(k) > 0 {
+		rt.Fatalf("gate key parked twice at once (harness bug): %s", k[0])
+	}
+	h, err := m.c.Snapshot()
 	if err != nil {
 		rt.Fatalf("read state: %v", err)
 	}
-	h := *m.c.History()
-	h.Final = final
-	var vs []model.Violation
-	vs = append(vs, model.CheckNoStray(&h)...)
-	vs = append(vs, model.CheckOrdering(&h)...)
-	vs = append(vs, model.CheckNoLoss(&h)...)
-	vs = append(vs, model.CheckStreamLeaks(&model.History{Samples: h.Samples})...)
-	vs = append(vs, model.CheckWorkers(&model.History{Mode: h.Mode, Samples: h.Samples, Dispatches: h.Dispatches})...)
-	if len(vs) > 0 {
+	if vs := model.CheckPrefix(h); len(vs) > 0 {
 		rt.Fatal(m.banner("invariant after an action", vs))
 	}
 }
@@ -254,16 +314,13 @@ func (m *machine) finish(rt *rapid.T) {
 		rt.Fatalf("liveness: %v", err)
 	}
 	m.c.Sched.RunFor(60 * time.Second)
-	m.c.Sample(false, 0)
+	m.c.Sample(false, true)
 	m.c.Sched.RunFor(6 * time.Second)
-	m.c.Sample(true, 0)
-	final, err := m.c.Final()
+	m.c.Sample(true, true)
+	h, err := m.c.Snapshot()
 	if err != nil {
 		rt.Fatalf("read state: %v", err)
 	}
-	h := m.c.History()
-	h.Final = final
-	h.KeepAliveBound = 20 * time.Second
 	if vs := model.Check(h); len(vs) > 0 {
 		rt.Fatal(m.banner("after the liveness phase", vs))
 	}
@@ -276,19 +333,21 @@ func (m *machine) banner(when string, vs []model.Violation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%s\nrelaysim property FAILED %s: mode=%s nodes=%d users=%d faults: %s\n",
 		strings.Repeat("=", 78), when, m.mode, len(m.c.NodeIDs()), len(m.users), m.mix)
-	for i, v := range vs {
-		if i == 10 {
-			fmt.Fprintf(&b, "... and %d more\n", len(vs)-10)
-			break
-		}
+	shown := sim.BannerViolations(vs, 10)
+	for _, v := range shown {
 		fmt.Fprintf(&b, "violated: %s\n", v)
 	}
-	fmt.Fprintln(&b, "last trace lines:")
-	for _, l := range m.c.Trace.Tail(30) {
+	if more := len(vs) - len(shown); more > 0 {
+		fmt.Fprintf(&b, "... and %d more\n", more)
+	}
+	title, lines := sim.TraceExcerpt(m.c.Trace, vs)
+	fmt.Fprintln(&b, title)
+	for _, l := range lines {
 		fmt.Fprintf(&b, "  %s\n", l)
 	}
 	fmt.Fprintf(&b, "trace-hash %s\n", m.c.Trace.Hash())
-	fmt.Fprintf(&b, "replay: go test%s ./scenarios -run 'TestRelayProperties/%s$' with the -rapid.failfile (or -rapid.seed) printed below\n", overlayArg(), m.mode)
-	fmt.Fprintln(&b, "note: a seed belongs to its commit; rapid's fail files in testdata/rapid are kept as regression cases.")
+	fmt.Fprintf(&b, "replay: %s\n", rapidReplay(m.mode))
+	fmt.Fprintln(&b, "        (the checks again from their base seed, down to the same shrunk case; the -rapid.failfile rapid prints below replays the shrunk case at once)")
+	fmt.Fprintf(&b, "note: a seed belongs to its commit (%s); rapid's fail files in testdata/rapid are kept as regression cases.\n", commit())
 	return b.String()
 }

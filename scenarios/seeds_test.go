@@ -4,6 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/relaysim/relaysim/model"
@@ -13,15 +16,16 @@ import (
 
 var (
 	seedFlag  = flag.String("seed", "", "replay one seed of TestRelaySeeds (hex 0x2a or decimal)")
-	seedsFlag = flag.Int("seeds", 100, "how many seeds TestRelaySeeds sweeps per mode (from -seed-base)")
+	seedsFlag = flag.Int("seeds", 50, "how many seeds TestRelaySeeds sweeps per mode (from -seed-base)")
 	seedBase  = flag.Uint64("seed-base", 1, "first seed of the TestRelaySeeds sweep")
 	traceFlag = flag.String("simtrace", "", "write the whole simulation trace to this file (go test reserves -trace for its execution tracer)")
 )
 
 // TestRelaySeeds runs the runner's default simulation (workload, faults,
-// liveness phase, every property) on a sample of seeds in both modes: the
-// same runs as `relaysim sweep`. With -seed it replays that one seed, and
-// -trace writes its trace. A failure prints the banner with the replay
+// liveness phase, every property) on a sample of seeds in both modes, and
+// each seed's calm variant in both modes for mode equivalence: the same
+// runs as `relaysim sweep`. With -seed it replays that one seed, and
+// -simtrace writes its trace. A failure prints the banner with the replay
 // command.
 func TestRelaySeeds(t *testing.T) {
 	seeds, err := seedList()
@@ -40,6 +44,39 @@ func TestRelaySeeds(t *testing.T) {
 				})
 			}
 		})
+	}
+	t.Run("equivalence", func(t *testing.T) {
+		for _, seed := range seeds {
+			t.Run(seed.String(), func(t *testing.T) {
+				t.Parallel()
+				runEquivalence(t, seed)
+			})
+		}
+	})
+}
+
+// runEquivalence is `relaysim equiv` for one seed: the calm variant in every
+// mode, each judged on its own, then compared.
+func runEquivalence(t *testing.T, seed sim.Seed) {
+	cfg := sim.DefaultConfig()
+	cfg.Seed = seed
+	runs, vs := sim.Equivalence(t, cfg)
+	var replays []string
+	for _, r := range runs {
+		replays = append(replays, fmt.Sprintf("go run%s ./cmd/relaysim replay -seed %s -mode %s -calm -trace trace.txt", overlayArg(), seed, r.Config.Mode))
+		if r.Failed() {
+			t.Errorf("calm variant %s: %s\n%s", r.Config.Mode, model.Summarize(r.Violations), sim.Banner(r, replays[len(replays)-1], "this commit"))
+		}
+	}
+	if len(vs) > 0 {
+		var b strings.Builder
+		for i, v := range vs {
+			if i < 10 {
+				fmt.Fprintf(&b, "violated: %s\n", v)
+			}
+		}
+		t.Errorf("mode equivalence FAILED for seed %s: %s\n%sreplay:  %s\nreplay:  %s\nor:      go test%s ./scenarios -run 'TestRelaySeeds/equivalence/%s$' -seed=%s",
+			seed, model.Summarize(vs), b.String(), replays[0], replays[1], overlayArg(), seed, seed)
 	}
 }
 
@@ -70,12 +107,30 @@ func runSeed(t *testing.T, seed sim.Seed, mode system.Mode) {
 	}
 	if res.Failed() {
 		replay := fmt.Sprintf("go test%s ./scenarios -run 'TestRelaySeeds/%s/%s$' -seed=%s -simtrace=trace.txt", overlayArg(), mode, seed, seed)
-		t.Fatalf("%s\n%s", model.Summarize(res.Violations), sim.Banner(res, replay, "this commit"))
+		t.Fatalf("%s\n%s", model.Summarize(res.Violations), sim.Banner(sim.WholeTrace(t, res), replay, commit()))
 	}
 }
 
+// commit names the commit under test: the binary's VCS stamp when it has
+// one, which a test binary never does, else git's HEAD (with "+dirty" when
+// the work tree has changes), else "unknown".
+var commit = sync.OnceValue(func() string {
+	if c := sim.BuildCommit(); c != "unknown" {
+		return c
+	}
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += "+dirty"
+	}
+	return c
+})
+
 // overlayArg is " -overlay=FILE" when the suite runs against a mutant (the
-// teeth harness sets RELAYSIM_OVERLAY), so a pasted replay command builds
+// mutants harness sets RELAYSIM_OVERLAY), so a pasted replay command builds
 // the same broken variant.
 func overlayArg() string {
 	if o := os.Getenv("RELAYSIM_OVERLAY"); o != "" {

@@ -2,18 +2,25 @@ package sim
 
 import (
 	"fmt"
+	"runtime/debug"
+	"slices"
 	"strings"
+	"testing"
+
+	"github.com/relaysim/relaysim/model"
 )
 
 // Banner renders a failed run for a human: seed, mode, scheduler, fault
-// mix, cost model, the violated properties with evidence, the last trace
-// lines and the one command that replays it.
+// mix, cost model, the violated properties with evidence, the trace lines
+// around the first evidence line (the last lines when there is none or the
+// trace was not kept: see WholeTrace), the commit and the one command that
+// replays it.
 func Banner(r *Result, replay, commit string) string {
 	var b strings.Builder
 	c := r.Config
 	line := strings.Repeat("=", 78)
 	fmt.Fprintln(&b, line)
-	fmt.Fprintf(&b, "relaysim FAILED  seed=%s mode=%s scheduler=%s\n", c.Seed, c.Mode, c.Scheduler)
+	fmt.Fprintf(&b, "relaysim FAILED  seed=%s mode=%s scheduler=%s channels=%d\n", c.Seed, c.Mode, c.Scheduler, r.Channels)
 	fmt.Fprintf(&b, "faults: %s\n", r.Mix)
 	fmt.Fprintf(&b, "cost:   %s\n", r.Cost)
 	if r.Err != nil {
@@ -22,17 +29,20 @@ func Banner(r *Result, replay, commit string) string {
 	if r.BubbleErr != nil {
 		fmt.Fprintf(&b, "bubble: %v\n", r.BubbleErr)
 	}
-	const most = 10
-	for i, v := range r.Violations {
-		if i == most {
-			fmt.Fprintf(&b, "... and %d more violations\n", len(r.Violations)-most)
-			break
-		}
+	shown := BannerViolations(r.Violations, 10)
+	for _, v := range shown {
 		fmt.Fprintf(&b, "violated: %s\n", v)
 	}
+	if more := len(r.Violations) - len(shown); more > 0 {
+		fmt.Fprintf(&b, "... and %d more violations\n", more)
+	}
+	for _, n := range r.notes {
+		fmt.Fprintf(&b, "note:    %s\n", n)
+	}
 	if r.Trace != nil {
-		fmt.Fprintln(&b, "last trace lines:")
-		for _, l := range r.Trace.Tail(30) {
+		title, lines := TraceExcerpt(r.Trace, r.Violations)
+		fmt.Fprintln(&b, title)
+		for _, l := range lines {
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
@@ -41,4 +51,143 @@ func Banner(r *Result, replay, commit string) string {
 	fmt.Fprintf(&b, "note:    a seed belongs to its commit (%s); on another commit it may run differently.\n", commit)
 	fmt.Fprintln(&b, line)
 	return b.String()
+}
+
+// BannerViolations picks the violations a banner prints: the first most,
+// plus the first of every property not among them, so that a flood of one
+// property never hides that another failed too (the mutant catalog judges
+// a run by the properties its banner names).
+func BannerViolations(vs []model.Violation, most int) []model.Violation {
+	out := slices.Clone(vs[:min(most, len(vs))])
+	seen := map[string]bool{}
+	for _, v := range out {
+		seen[v.Property] = true
+	}
+	for _, v := range vs[len(out):] {
+		if !seen[v.Property] {
+			seen[v.Property] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// excerptAround is how many trace lines the banner shows before and after
+// the first evidence line.
+const excerptAround = 10
+
+// TraceExcerpt is the banner's view of a trace: when the trace was kept
+// whole and a violation names trace lines, the lines around the first
+// evidence line of the first such violation, numbered, its evidence lines
+// marked ">>" (and any of its evidence lines outside that window after
+// them); else the last 30 lines. It returns a title line and the lines.
+func TraceExcerpt(t *Trace, vs []model.Violation) (string, []string) {
+	var evidence []int
+	for _, v := range vs {
+		if len(v.TraceLines) > 0 {
+			evidence = v.TraceLines
+			break
+		}
+	}
+	if len(evidence) == 0 || !t.keep {
+		return "last trace lines:", t.Tail(30)
+	}
+	first := evidence[0]
+	from, to := max(1, first-excerptAround), first+excerptAround
+	mark := map[int]bool{}
+	for _, n := range evidence {
+		mark[n] = true
+	}
+	all := t.numbered()
+	var out []string
+	show := func(n int) {
+		if n < 1 || n > len(all) {
+			return
+		}
+		m := "  "
+		if mark[n] {
+			m = ">>"
+		}
+		out = append(out, fmt.Sprintf("%s %6d %s", m, n, all[n-1]))
+	}
+	for n := from; n <= to; n++ {
+		show(n)
+	}
+	gap := to
+	for _, n := range evidence {
+		if n > to && n <= len(all) {
+			if n > gap+1 {
+				out = append(out, "   ...")
+			}
+			show(n)
+			gap = n
+		}
+	}
+	return fmt.Sprintf("trace around the first evidence (line %d of %d; >> marks the evidence of %q):",
+		first, len(all), firstWith(vs).Property), out
+}
+
+func firstWith(vs []model.Violation) model.Violation {
+	for _, v := range vs {
+		if len(v.TraceLines) > 0 {
+			return v
+		}
+	}
+	return model.Violation{}
+}
+
+// WholeTrace returns r itself unless r failed with evidence in a trace it
+// did not keep whole. Then it runs r's configuration again keeping the
+// whole trace — a run is deterministic, so it is the same run, as the trace
+// hash checks — and returns r with that whole trace, so that its banner
+// can show the lines around the evidence. If the hashes differ it returns
+// r with a note saying so (a determinism bug). t may be nil outside tests.
+func WholeTrace(t *testing.T, r *Result) *Result {
+	if !r.Failed() || r.Trace == nil || r.Trace.keep || firstWith(r.Violations).Property == "" {
+		return r
+	}
+	cfg := r.Config
+	cfg.KeepTrace = true
+	if e := cfg.Exhaustive; e != nil {
+		cfg.Exhaustive = e.replay()
+	}
+	again := Run(t, cfg)
+	if again.TraceHash != r.TraceHash || again.Trace == nil {
+		r.notes = append(r.notes, fmt.Sprintf("a re-run keeping the whole trace gave trace-hash %s, not %s: the run is not deterministic", again.TraceHash, r.TraceHash))
+		return r
+	}
+	whole := *r
+	whole.Trace = again.Trace
+	return &whole
+}
+
+// BuildCommit names the commit the running binary was built from, from its
+// build info: the short revision, "+dirty" when the tree had changes, or
+// "unknown" when the binary carries no VCS information (go run, go test
+// and -buildvcs=false stamp none).
+func BuildCommit() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	var rev string
+	var dirty bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return "unknown"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	return rev
 }

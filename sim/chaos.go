@@ -5,11 +5,13 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/relaysim/relaysim/model"
 )
 
-// StartChaos injects the planned faults from their own goroutine (a crash
-// blocks until the node's tasks drain, and the driver must keep
-// scheduling meanwhile). The returned channel closes when all are injected.
+// StartChaos injects the planned faults from their own goroutine (a
+// restart passes gates, and the driver must keep scheduling meanwhile).
+// The returned channel closes when all are injected.
 func (c *Cluster) StartChaos(plan []Fault) <-chan struct{} {
 	done := make(chan struct{})
 	stop := c.chaosStop()
@@ -46,6 +48,7 @@ func (c *Cluster) chaosStop() <-chan struct{} {
 func (c *Cluster) Inject(f Fault) {
 	c.Stats.FaultsInjected++
 	c.Trace.Event(c.Now(), "chaos", "fault %s", f)
+	c.recordTimed(f)
 	switch f.Kind {
 	case "crash":
 		c.Crash(f.Node)
@@ -73,6 +76,55 @@ func (c *Cluster) Inject(f Fault) {
 		c.Do(Action{At: c.Now(), User: f.User, Kind: ActVanish})
 	case "slow":
 		c.Do(Action{At: c.Now(), User: f.User, Kind: ActSlow, For: f.For})
+	}
+}
+
+// recordTimed gives the oracle the fault: what it touches and for how
+// long. A crash is recorded by Crash (and ends when the node is up again),
+// a partition ends at its heal.
+func (c *Cluster) recordTimed(f Fault) {
+	now := c.Now()
+	mf := model.Fault{From: now, To: now + f.For, Kind: f.Kind}
+	switch f.Kind {
+	case "crash", "restart":
+		return
+	case "partition":
+		mf.To, mf.Nodes = -1, c.linkNodes(f)
+	case "heal":
+		c.endPartition(c.linkNodes(f))
+		return
+	case "pause":
+		mf.Nodes = []string{c.nodes[f.Node].id}
+	case "redis-outage", "redis-spike", "route-flush":
+		mf.Redis = true
+	case "vanish", "slow":
+		mf.User = f.User
+	}
+	c.recordFault(mf)
+}
+
+// linkNodes lists the nodes a partition fault cuts, sorted.
+func (c *Cluster) linkNodes(f Fault) []string {
+	var out []string
+	for _, l := range c.links(f) {
+		for _, n := range l {
+			if !slicesContains(out, n) {
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// endPartition ends the open partition over exactly nodes.
+func (c *Cluster) endPartition(nodes []string) {
+	for i := range c.hist.Faults {
+		f := &c.hist.Faults[i]
+		if f.Kind == "partition" && f.To < 0 && strings.Join(f.Nodes, ",") == strings.Join(nodes, ",") {
+			f.To = c.Now()
+			return
+		}
 	}
 }
 
@@ -115,6 +167,7 @@ func (c *Cluster) Liveness() error {
 		c.stopChaos = nil
 	}
 	c.Net.Heal()
+	c.endFault("partition", "")
 	c.Sched.lock <- struct{}{}
 	c.Sched.pausedTo = map[string]time.Duration{}
 	<-c.Sched.lock

@@ -80,6 +80,8 @@ type Client struct {
 	cursors   map[string]uint64
 	slowUntil time.Duration
 	gen       int
+	// pending is the call in flight (outcome unknown until it returns).
+	pending *model.Event
 }
 
 type clientStream struct {
@@ -141,8 +143,15 @@ func (cl *Client) run() {
 		if cl.c.Trace.Frozen() {
 			return // teardown began while the action waited
 		}
-		cl.do(a, cl.n)
+		cl.do(a, cl.n, invocation{cl.c.Now(), cl.c.Trace.Lines()})
 	}
+}
+
+// invocation is when a client call was invoked: virtual time and the trace
+// line of the client gate that released it.
+type invocation struct {
+	at   time.Duration
+	line int
 }
 
 // next waits for the next queued action; false once the client is stopped.
@@ -164,31 +173,31 @@ func (cl *Client) next() (Action, bool) {
 	}
 }
 
-func (cl *Client) do(a Action, n int) {
+func (cl *Client) do(a Action, n int, inv invocation) {
 	switch a.Kind {
 	case ActCreate:
-		cl.call(a, n, func(ctx context.Context, ch relaypb.ChatClient) (uint64, error) {
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
 			_, err := ch.CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: a.Room})
-			return 0, err
+			return reply{}, err
 		})
 	case ActJoin:
-		cl.call(a, n, func(ctx context.Context, ch relaypb.ChatClient) (uint64, error) {
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
 			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: cl.user})
-			return r.GetFromSeq(), err
+			return reply{seq: r.GetFromSeq()}, err
 		})
 	case ActLeave:
-		cl.call(a, n, func(ctx context.Context, ch relaypb.ChatClient) (uint64, error) {
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
 			r, err := ch.Leave(ctx, &relaypb.LeaveRequest{Room: a.Room, User: cl.user})
-			return r.GetToSeq(), err
+			return reply{seq: r.GetToSeq()}, err
 		})
 	case ActSend:
 		cl.c.Stats.Sends++
-		cl.call(a, n, func(ctx context.Context, ch relaypb.ChatClient) (uint64, error) {
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
 			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: cl.user, ClientMsgId: a.MsgID, Payload: []byte("m:" + a.MsgID)})
-			return r.GetSeq(), err
+			return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate()}, err
 		})
 	case ActConnect:
-		cl.connect(a.Node)
+		cl.connect(a.Node, inv)
 	case ActDisconnect:
 		cl.disconnect()
 	case ActVanish:
@@ -206,17 +215,26 @@ const (
 	clientBackoff  = 250 * time.Millisecond
 )
 
+// reply is what the history keeps of a unary call's response.
+type reply struct {
+	seq       uint64
+	duplicate bool
+}
+
 // call performs a unary action with retries (the same client message id on
 // every try, so a send is idempotent), trying the next node on failure,
-// and records its outcome.
-func (cl *Client) call(a Action, n int, f func(context.Context, relaypb.ChatClient) (uint64, error)) {
+// and records its outcome with its invocation: the tries are one logical
+// call from the first invocation to the last completion.
+func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, relaypb.ChatClient) (reply, error)) {
 	var err error
-	var seq uint64
-	for try := 1; try <= clientAttempts; try++ {
-		node := cl.callNode(a.Node, try)
+	var r reply
+	node, try := 0, 1
+	cl.setPending(a, inv)
+	for ; try <= clientAttempts; try++ {
+		node = cl.callNode(a.Node, try)
 		ctx, cancel := context.WithTimeout(cl.ctx, clientTimeout)
 		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try))
-		seq, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
+		r, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
 		cancel()
 		cl.c.Sched.Gate(cl.user, KindRPCDone, fmt.Sprintf("a%d try%d", n, try))
 		if err == nil || !clientRetryable(err) || cl.ctx.Err() != nil {
@@ -229,7 +247,7 @@ func (cl *Client) call(a Action, n int, f func(context.Context, relaypb.ChatClie
 			t.Stop()
 		}
 	}
-	cl.record(a, seq, err)
+	cl.record(a, inv, node, min(try, clientAttempts), r, err)
 }
 
 func clientRetryable(err error) bool {
@@ -240,11 +258,26 @@ func clientRetryable(err error) bool {
 	return false
 }
 
-func (cl *Client) record(a Action, seq uint64, err error) {
+var callKinds = map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend}
+
+// setPending notes the call in flight, so that a check taken before it
+// returns treats its outcome as unknown.
+func (cl *Client) setPending(a Action, inv invocation) {
+	ev := model.Event{Kind: callKinds[a.Kind], User: cl.user, Room: a.Room, MsgID: a.MsgID, Err: "Pending",
+		Time: cl.c.Now(), TraceLine: cl.c.Trace.Lines(), Invoked: inv.at, InvokedLine: inv.line}
+	cl.mu.Lock()
+	cl.pending = &ev
+	cl.mu.Unlock()
+}
+
+func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err error) {
 	c := cl.c
-	kind := map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend}[a.Kind]
-	ev := model.Event{Time: c.Now(), Kind: kind, User: cl.user, Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: seq}
-	res := fmt.Sprintf("ok seq=%d", seq)
+	cl.mu.Lock()
+	cl.pending = nil
+	cl.mu.Unlock()
+	ev := model.Event{Time: c.Now(), Kind: callKinds[a.Kind], User: cl.user, Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: r.seq,
+		Duplicate: r.duplicate, Node: c.nodes[node].id, Tries: tries, Invoked: inv.at, InvokedLine: inv.line}
+	res := fmt.Sprintf("ok seq=%d", r.seq)
 	if err != nil {
 		ev.Err = status.Code(err).String()
 		res = "err=" + ev.Err
@@ -298,15 +331,17 @@ var deterministicConnect = grpc.ConnectParams{
 
 // connect opens the delivery stream on node (or the next live one) with the
 // client's cursors, after closing any open stream.
-func (cl *Client) connect(node int) {
+func (cl *Client) connect(node int, inv invocation) {
 	c := cl.c
 	cl.disconnect()
 	cl.mu.Lock()
 	cl.gen++
 	gen := cl.gen
 	cursors := make([]*relaypb.Cursor, 0, len(cl.cursors))
+	sent := make(map[string]uint64, len(cl.cursors))
 	for r, s := range cl.cursors {
 		cursors = append(cursors, &relaypb.Cursor{Room: r, Seq: s})
+		sent[r] = s
 	}
 	cl.mu.Unlock()
 	sort.Slice(cursors, func(i, j int) bool { return cursors[i].Room < cursors[j].Room })
@@ -331,7 +366,8 @@ func (cl *Client) connect(node int) {
 		cancel()
 		_ = cc.Close()
 		line := c.Trace.Event(c.Now(), cl.user, "connect %s #%d err=%s", id, gen, status.Code(err))
-		c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, Err: status.Code(err).String(), TraceLine: line})
+		c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, Err: status.Code(err).String(), Cursors: sent,
+			Invoked: inv.at, InvokedLine: inv.line, TraceLine: line})
 		return
 	}
 	cs := &clientStream{gen: gen, node: node, cc: cc, cancel: cancel, recvDone: make(chan struct{}), tag: tag}
@@ -339,7 +375,8 @@ func (cl *Client) connect(node int) {
 	cl.stream = cs
 	cl.mu.Unlock()
 	line := c.Trace.Event(c.Now(), cl.user, "connect %s #%d cursors=%d", id, gen, len(cursors))
-	c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, OK: true, TraceLine: line})
+	c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, OK: true, Cursors: sent,
+		Invoked: inv.at, InvokedLine: inv.line, TraceLine: line})
 	go cl.recv(cs, stream)
 }
 

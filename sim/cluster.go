@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"runtime/pprof"
 	"sort"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -28,8 +29,9 @@ type ClusterConfig struct {
 	Mix      FaultMix
 	Strategy Strategy
 	Trace    *Trace
-	// NodeModes, when set, gives node i its own mode (rolling upgrades).
-	NodeModes []system.Mode
+	// RunID labels every goroutine of the cluster (pprof label "relaysim"),
+	// so goroutines are counted per run and per node; "" picks one.
+	RunID string
 	// CPU, when set, makes ops contend for node CPUs and Redis (cpu.go).
 	CPU *CPUModel
 }
@@ -50,6 +52,17 @@ type Cluster struct {
 	seeds  struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
+	// kills are the Kill calls of crashed incarnations, closed when one
+	// returns: after teardown's PassThrough (see cut).
+	kills []chan struct{}
+	// runID and labels: every node incarnation's goroutines carry the run's
+	// label and a "node" label with the incarnation's tag.
+	runID  string
+	labels context.Context
+	// channels is the nodes' channels per peer.
+	channels int
+	// taskIdx finds a message's entry in hist.Tasks.
+	taskIdx map[taskKey]int
 }
 
 // Stats counts what a run did.
@@ -65,21 +78,26 @@ type simNode struct {
 	incarnation int
 	idx         int
 	id          string
-	mode        system.Mode
 	n           *system.Node
 	hooks       *nodeHooks
 	up          bool
 	// starting is set while a start is in progress (the chaos injector and
 	// the liveness phase may both try to bring a node back).
-	starting bool
-	peak     int
-	epoch    uint64
+	starting    bool
+	peak        int
+	peakRunning int
+	epoch       uint64
 }
 
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
 // goroutine that will drive the scheduler.
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
-	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}}
+	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID}
+	if c.runID == "" {
+		c.runID = "cluster" + strconv.FormatInt(runs.Add(1), 10)
+	}
+	c.labels = pprof.WithLabels(context.Background(), pprof.Labels("relaysim", c.runID))
+	pprof.SetGoroutineLabels(c.labels)
 	c.seeds.faults = cfg.Seed.Derive("faults")
 	c.seeds.cost = cfg.Seed.Derive("cost")
 	cost := cfg.Cost.WithSeed(c.seeds.cost)
@@ -92,11 +110,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.Redis = miniredis.NewMiniRedis()
 	c.Redis.ClockTTL(true)
 	for i := range cfg.Nodes {
-		mode := cfg.Mode
-		if i < len(cfg.NodeModes) && cfg.NodeModes[i] != "" {
-			mode = cfg.NodeModes[i]
-		}
-		c.nodes = append(c.nodes, &simNode{idx: i, id: fmt.Sprintf("n%d", i+1), mode: mode})
+		c.nodes = append(c.nodes, &simNode{idx: i, id: fmt.Sprintf("n%d", i+1)})
 	}
 	for _, sn := range c.nodes {
 		if err := c.drive(func() error { return c.startNode(sn) }); err != nil {
@@ -144,20 +158,29 @@ func (c *Cluster) Node(i int) *system.Node {
 	return c.nodes[i].n
 }
 
-func (c *Cluster) startNode(sn *simNode) error {
+// startNode starts a new incarnation of sn. Every goroutine the
+// incarnation starts inherits its pprof labels (run and node tag), so the
+// samples count them per node from outside the relay.
+func (c *Cluster) startNode(sn *simNode) (err error) {
+	sn.incarnation++
+	sn.tag = fmt.Sprintf("%s@%d", sn.id, sn.incarnation)
+	pprof.Do(c.labels, pprof.Labels("node", sn.tag), func(context.Context) { err = c.startIncarnation(sn) })
+	return err
+}
+
+func (c *Cluster) startIncarnation(sn *simNode) error {
 	sn.starting = true
 	defer func() { sn.starting = false }()
 	cfg := system.DefaultConfig()
 	if c.cfg.Node != nil {
 		c.cfg.Node(&cfg)
 	}
-	cfg.NodeID, cfg.Advertise, cfg.Mode = sn.id, sn.id, sn.mode
+	cfg.NodeID, cfg.Advertise, cfg.Mode = sn.id, sn.id, c.cfg.Mode
 	cfg.ClusterToken = "relaysim-cluster"
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor
 	}
-	sn.incarnation++
-	sn.tag = fmt.Sprintf("%s@%d", sn.id, sn.incarnation)
+	c.channels = cfg.ChannelsPerPeer
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	n, err := system.New(cfg, system.Deps{
@@ -187,7 +210,8 @@ func (c *Cluster) startNode(sn *simNode) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
-	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, sn.mode)
+	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, c.cfg.Mode)
+	c.endFault("crash", sn.id)
 	return nil
 }
 
@@ -208,7 +232,9 @@ func (c *Cluster) redisOptions() *redis.Options {
 	}
 }
 
-// Crash kills node i as a crash would.
+// Crash kills node i as a crash would: the incarnation stops at its next
+// gate for good (see cut). It does not wait for the incarnation's
+// goroutines; teardown does.
 func (c *Cluster) Crash(i int) {
 	sn := c.nodes[i]
 	if !sn.up {
@@ -217,9 +243,9 @@ func (c *Cluster) Crash(i int) {
 	sn.up = false
 	c.Stats.Crashes++
 	c.Trace.Event(c.Now(), sn.id, "node.crash epoch=%d", sn.epoch)
+	c.recordFault(model.Fault{From: c.Now(), To: -1, Kind: "crash", Nodes: []string{sn.id}})
 	c.notePeak(sn)
-	sn.n.Kill()
-
+	c.cut(sn)
 }
 
 // Restart brings a crashed node back with a new epoch.
@@ -248,28 +274,61 @@ func (c *Cluster) Peaks() []int {
 	return out
 }
 
-// Sample records every live node's metrics (a quiescent point: the driver
-// calls it between scheduler runs). idle marks a sample after the cluster
-// was idle for longer than the executor keep-alive.
-func (c *Cluster) Sample(idle bool, goroutines int) {
-	conns := c.Net.Open("", "")
+// Sample records every live node at a quiescent point (the driver calls it
+// between scheduler runs), counted from outside the relay: streams from
+// gRPC's stats, connections from the simulated network, running tasks from
+// the executor's gates and, when count is set, goroutines and worker
+// goroutines from the goroutine profile. idle marks a sample after the
+// cluster was idle for longer than the executor keep-alive.
+func (c *Cluster) Sample(idle, count bool) {
+	g := goroutineCounts{total: -1}
+	if count {
+		g = countRun(c.runID)
+	}
+	up := 0
+	for _, sn := range c.nodes {
+		if sn.up {
+			up++
+		}
+	}
+	core, maxPool := c.poolSizes()
+	running := 0
+	for _, sn := range c.nodes {
+		if sn.up {
+			running += sn.hooks.tasks.running
+		}
+	}
 	for _, sn := range c.nodes {
 		if !sn.up {
 			continue
 		}
 		m := sn.n.Metrics()
-		e := m.Executor
-		sn.peak = max(sn.peak, e.Peak)
-		c.hist.Samples = append(c.hist.Samples, model.Sample{
-			Time: c.Now(), Node: sn.id,
-			Core: e.Core, Max: e.Max, Pool: e.Pool, Active: e.Active, Queued: e.Queued, Peak: e.Peak,
-			Completed: e.Completed, CallerRuns: e.CallerRuns,
+		s := model.Sample{
+			Time: c.Now(), Node: sn.id, Core: core, Max: maxPool,
+			Running: sn.hooks.tasks.running, PeakRunning: sn.hooks.tasks.peak, Workers: -1, Goroutines: -1,
 			OpenStreams: int(sn.hooks.streams.open.Load()), Sessions: m.Sessions,
-			PeerConns: c.Net.Open(sn.tag, "n"), LivePeers: m.LivePeers, ChannelsPerPeer: m.ChannelsPerPeer,
 			Transitions: c.Sched.ParkedKinds(sn.id, system.PointSessionOpen, system.PointSessionClose) + c.Sched.ParkedPrefix(sn.id, KindRPCRecv, "Connect ") + m.Ending,
-			Goroutines:  goroutines, Connections: conns, Idle: idle,
-		})
+			InConns:     c.Net.OpenTo(sn.id), OutConns: c.Net.Open(sn.tag, "n"),
+			LivePeers: up - 1, ChannelsPerPeer: c.channels, Idle: idle,
+			PeerRunning: running - sn.hooks.tasks.running,
+		}
+		if count {
+			s.Goroutines, s.Workers = g.node[sn.tag], g.workers[sn.tag]
+		}
+		sn.hooks.tasks.peak = sn.hooks.tasks.running
+		sn.peakRunning = max(sn.peakRunning, s.PeakRunning)
+		c.hist.Samples = append(c.hist.Samples, s)
 	}
+}
+
+// poolSizes returns the executor sizes every node runs with.
+func (c *Cluster) poolSizes() (core, maxPool int) {
+	e := c.cfg.Executor
+	if e.Core == 0 && e.Max == 0 {
+		d := system.DefaultConfig().Executor
+		return d.Core, d.Max
+	}
+	return e.Core, e.Max
 }
 
 // record appends a client-visible event to the history (not after the
@@ -295,25 +354,27 @@ func (c *Cluster) userList() []*Client {
 	return out
 }
 
-// Final reads the authoritative state: room logs and membership windows.
+// Final reads the only server state the oracle reads: the logs of the rooms
+// the clients named.
 func (c *Cluster) Final() (model.Final, error) {
-	f := model.Final{Logs: map[string][]model.LogEntry{}, Windows: map[string]map[string][]model.Window{}}
-	for _, k := range c.Redis.Keys() {
-		room, ok := strings.CutPrefix(k, "room:")
-		if !ok || !strings.HasSuffix(room, ":seq") {
-			continue
+	logs, err := readLogs(c.Redis, roomsSeen(c.hist.Events))
+	return model.Final{Logs: logs}, err
+}
+
+// Snapshot returns the history so far for a check at a quiescent point,
+// with the final state read now and every call still in flight added as
+// an event of unknown outcome (Err "Pending").
+func (c *Cluster) Snapshot() (*model.History, error) {
+	h := c.hist
+	h.Events = append([]model.Event(nil), c.hist.Events...)
+	for _, cl := range c.userList() {
+		cl.mu.Lock()
+		if cl.pending != nil {
+			h.Events = append(h.Events, *cl.pending)
 		}
-		room = strings.TrimSuffix(room, ":seq")
-		entries, err := readLog(c.Redis, room)
-		if err != nil {
-			return f, err
-		}
-		f.Logs[room] = entries
-		wins, err := readWindows(c.Redis, room)
-		if err != nil {
-			return f, err
-		}
-		f.Windows[room] = wins
+		cl.mu.Unlock()
 	}
-	return f, nil
+	f, err := c.Final()
+	h.Final = f
+	return &h, err
 }

@@ -68,7 +68,7 @@ func (c CostModel) Latency(node, kind, id string) time.Duration {
 		return draw(c.RedisMin, c.RedisMean)
 	case "session.send":
 		return c.SendCost
-	case "task":
+	case "task", "task.caller":
 		return c.TaskCost
 	case KindClient:
 		return c.ClientThink

@@ -3,6 +3,7 @@ package sim
 import (
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 
 	"fmt"
@@ -15,7 +16,8 @@ import (
 // Compute takes no virtual time, so work is given a cost explicitly: each
 // node has a virtual CPU of Cores cores and Redis one of RedisCores; an op
 // that does work on a node (an RPC encoded and sent, one handled, a
-// delivery written to a client stream, an executor task's own work) costs
+// delivery written to a client stream, an executor task's own work, on a
+// worker or run by its submitter under caller-runs) costs
 // CPU time there and, when every core is busy, waits for the earliest one
 // to free up, first booked first served. Links keep their per-op latency
 // (CostModel's draws, applied before an op parks).
@@ -78,13 +80,13 @@ func (m CPUModel) cost(op *Op) (string, int, time.Duration) {
 	switch op.Kind {
 	case KindRedis:
 		return "redis", m.RedisCores, m.RedisCmd + time.Duration(units-1)*m.RedisKey
-	case "task":
+	case system.PointTask, system.PointTaskCaller: // on a worker or in its submitter (caller-runs)
 		return op.Node, m.Cores, m.Task
 	case KindRPCSend:
 		return op.Node, m.Cores, m.RPCSend + time.Duration(units)*m.PerRecipient
 	case KindRPCRecv:
 		return op.Node, m.Cores, m.RPCRecv + time.Duration(units)*m.PerRecipient
-	case "session.send":
+	case system.PointSessionSend:
 		return op.Node, m.Cores, m.StreamWrite
 	}
 	return "", 0, 0

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"strings"
 	"time"
@@ -37,28 +38,38 @@ type FaultMix struct {
 	RedisSpikes                                                                      int
 }
 
-// DrawMix draws a seed's fault mix within b.
+// DrawMix draws a seed's fault mix within b. Each kind draws from its own
+// sub-seed, and always draws, so that changing one kind's bound (turning
+// it off, say) leaves every other kind's draw as it was.
 func DrawMix(seed Seed, b FaultBounds) FaultMix {
-	r := seed.Rand()
-	p := func(max float64) float64 {
-		if max <= 0 || r.IntN(2) == 0 {
+	p := func(kind string, max float64) float64 {
+		r := seed.Derive(kind).Rand()
+		on, u := r.IntN(2) == 1, r.Float64()
+		if max <= 0 || !on {
 			return 0
 		}
-		return float64(int(r.Float64()*max*1000)) / 1000
+		return float64(int(u*max*1000)) / 1000
 	}
-	n := func(max int) int {
-		if max <= 0 || r.IntN(2) == 0 {
+	n := func(kind string, max int) int {
+		r := seed.Derive(kind).Rand()
+		on, u := r.IntN(2) == 1, r.Float64()
+		if max <= 0 || !on {
 			return 0
 		}
-		return 1 + r.IntN(max)
+		return 1 + int(u*float64(max))
 	}
 	return FaultMix{
-		DropRequest: p(b.Network), DropResponse: p(b.Network), Duplicate: p(b.Network), Delay: p(b.Network),
-		RedisError: p(b.RedisErrors),
-		Crashes:    n(b.Crashes), Partitions: n(b.Partitions), Pauses: n(b.Pauses),
-		RedisOutages: n(b.RedisOutages), RouteFlushes: n(b.RouteFlushes), Vanishes: n(b.Vanishes),
-		SlowConsumers: n(b.SlowConsumers),
-		RedisSpikes:   n(b.RedisSpikes),
+		DropRequest: p("drop-req", b.Network), DropResponse: p("drop-resp", b.Network),
+		Duplicate: p("dup", b.Network), Delay: p("delay", b.Network),
+		RedisError:    p("redis-err", b.RedisErrors),
+		Crashes:       n("crash", b.Crashes),
+		Partitions:    n("partition", b.Partitions),
+		Pauses:        n("pause", b.Pauses),
+		RedisOutages:  n("redis-outage", b.RedisOutages),
+		RouteFlushes:  n("route-flush", b.RouteFlushes),
+		Vanishes:      n("vanish", b.Vanishes),
+		SlowConsumers: n("slow-consumer", b.SlowConsumers),
+		RedisSpikes:   n("redis-spike", b.RedisSpikes),
 	}
 }
 
@@ -132,52 +143,62 @@ func (f Fault) String() string {
 	return fmt.Sprintf("%s for %v", f.Kind, f.For)
 }
 
-// PlanFaults places the mix's timed faults inside [start, end).
+// PlanFaults places the mix's timed faults inside [start, end). Each kind
+// is placed by its own generator (a sub-seed of seed), so that the plan of
+// one kind does not depend on how many faults of the others the mix holds.
 func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end time.Duration) []Fault {
-	r := seed.Rand()
 	span := end - start
 	if span <= 0 {
 		return nil
 	}
-	at := func() time.Duration { return start + time.Duration(r.Int64N(int64(span))).Truncate(time.Millisecond) }
-	dur := func(lo, hi time.Duration) time.Duration {
+	var fs []Fault
+	plan := func(kind string, count int, place func(r *rand.Rand, at time.Duration) (Fault, bool)) {
+		r := seed.Derive(kind).Rand()
+		for range count {
+			at := start + time.Duration(r.Int64N(int64(span))).Truncate(time.Millisecond)
+			if f, ok := place(r, at); ok {
+				fs = append(fs, f)
+			}
+		}
+	}
+	dur := func(r *rand.Rand, lo, hi time.Duration) time.Duration {
 		return lo + time.Duration(r.Int64N(int64(hi-lo))).Truncate(time.Millisecond)
 	}
-	var fs []Fault
-	for range m.Crashes {
-		fs = append(fs, Fault{At: at(), Kind: "crash", Node: r.IntN(nodes), For: dur(time.Second, 10*time.Second)})
-	}
-	for range m.Partitions {
-		f := Fault{At: at(), Kind: "partition", Node: r.IntN(nodes), Peer: -1, For: dur(time.Second, 10*time.Second)}
+	plan("crash", m.Crashes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: "crash", Node: r.IntN(nodes), For: dur(r, time.Second, 10*time.Second)}, true
+	})
+	plan("partition", m.Partitions, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		f := Fault{At: at, Kind: "partition", Node: r.IntN(nodes), Peer: -1, For: dur(r, time.Second, 10*time.Second)}
 		if nodes > 1 && r.IntN(3) > 0 {
 			f.Peer = (f.Node + 1 + r.IntN(nodes-1)) % nodes
 			f.OneWay = r.IntN(2) == 0
 		}
-		fs = append(fs, f)
-	}
-	for range m.Pauses {
-		fs = append(fs, Fault{At: at(), Kind: "pause", Node: r.IntN(nodes), For: dur(100*time.Millisecond, 3*time.Second)})
-	}
-	for range m.RedisOutages {
-		fs = append(fs, Fault{At: at(), Kind: "redis-outage", For: dur(100*time.Millisecond, 2*time.Second)})
-	}
-	for range m.RedisSpikes {
-		fs = append(fs, Fault{At: at(), Kind: "redis-spike", For: dur(500*time.Millisecond, 3*time.Second)})
-	}
-	for range m.RouteFlushes {
-		fs = append(fs, Fault{At: at(), Kind: "route-flush"})
-	}
-	pickUser := func() string { return users[r.IntN(len(users))] }
-	for range m.Vanishes {
-		if len(users) > 0 {
-			fs = append(fs, Fault{At: at(), Kind: "vanish", User: pickUser()})
+		return f, true
+	})
+	plan("pause", m.Pauses, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: "pause", Node: r.IntN(nodes), For: dur(r, 100*time.Millisecond, 3*time.Second)}, true
+	})
+	plan("redis-outage", m.RedisOutages, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: "redis-outage", For: dur(r, 100*time.Millisecond, 2*time.Second)}, true
+	})
+	plan("redis-spike", m.RedisSpikes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: "redis-spike", For: dur(r, 500*time.Millisecond, 3*time.Second)}, true
+	})
+	plan("route-flush", m.RouteFlushes, func(_ *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: "route-flush"}, true
+	})
+	plan("vanish", m.Vanishes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		if len(users) == 0 {
+			return Fault{}, false
 		}
-	}
-	for range m.SlowConsumers {
-		if len(users) > 0 {
-			fs = append(fs, Fault{At: at(), Kind: "slow", User: pickUser(), For: dur(time.Second, 5*time.Second)})
+		return Fault{At: at, Kind: "vanish", User: users[r.IntN(len(users))]}, true
+	})
+	plan("slow", m.SlowConsumers, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		if len(users) == 0 {
+			return Fault{}, false
 		}
-	}
+		return Fault{At: at, Kind: "slow", User: users[r.IntN(len(users))], For: dur(r, time.Second, 5*time.Second)}, true
+	})
 	// A crash is followed by its restart and a partition by its heal.
 	for _, f := range fs {
 		switch f.Kind {

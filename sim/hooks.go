@@ -24,6 +24,8 @@ type nodeHooks struct {
 	c       *Cluster
 	node    string
 	streams streamCounter
+	tasks   taskCounter
+	life    incarnationLife
 }
 
 var (
@@ -32,7 +34,16 @@ var (
 )
 
 func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
-	h.c.Sched.Gate(p.Node, p.Kind, p.Key)
+	if p.Kind == system.PointTaskDone {
+		h.tasks.running-- // the worker is done with its task (arrival, not release)
+	}
+	h.c.Sched.GateOwned(h, p.Node, p.Kind, p.Key, 0)
+	switch p.Kind {
+	case system.PointTask:
+		h.c.taskStarted(h, p.Key, true)
+	case system.PointTaskCaller:
+		h.c.taskStarted(h, p.Key, false) // run by its submitter: not a worker
+	}
 }
 
 func (h *nodeHooks) Observe(e any) {
@@ -40,17 +51,15 @@ func (h *nodeHooks) Observe(e any) {
 	if c.Trace.Frozen() {
 		return // teardown: unscheduled, nothing may be recorded
 	}
+	if !h.observable(e) {
+		return // a crashed incarnation: nothing it does is seen
+	}
 	switch e := e.(type) {
 	case system.DispatchEvent:
-		line := c.Trace.Event(c.Now(), e.Node, "dispatch %s#%d mode=%s members=%d local=%d tasks=%d%s",
+		// For the reader of the trace only: the oracle counts tasks at the
+		// executor's gates and derives what it expects itself.
+		c.Trace.Event(c.Now(), e.Node, "dispatch %s#%d mode=%s members=%d local=%d tasks=%d%s",
 			e.Room, e.Seq, e.Mode, len(e.Members), len(e.Local), e.Tasks, map[bool]string{true: " retry"}[e.Retry])
-		if c.Trace.Frozen() {
-			return
-		}
-		c.hist.Dispatches = append(c.hist.Dispatches, model.Dispatch{
-			Time: c.Now(), Node: e.Node, Room: e.Room, Seq: e.Seq, Mode: string(e.Mode), Retry: e.Retry,
-			Members: e.Members, Local: e.Local, Routes: e.Routes, Tasks: e.Tasks, TraceLine: line,
-		})
 	case system.SessionEvent:
 		if e.Open {
 			c.Trace.Event(c.Now(), e.Node, "session.open %s", e.User)
@@ -61,6 +70,9 @@ func (h *nodeHooks) Observe(e any) {
 		// changes nothing else.
 		line := c.Trace.Event(c.Now(), e.Node, "session.closed %s", e.User)
 		c.record(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: e.User, Node: e.Node, TraceLine: line})
+	case system.PanicEvent:
+		line := c.Trace.Event(c.Now(), e.Node, "task.panic %s: %s", e.Label, e.Value)
+		c.record(model.Event{Time: c.Now(), Kind: model.KindPanic, Node: e.Node, Err: e.Label + ": " + e.Value, TraceLine: line})
 	case system.TaskEvent:
 		c.Trace.Event(c.Now(), e.Node, "submit %s -> %s", e.Label, e.Placement)
 	case system.RelayEvent:
@@ -82,7 +94,7 @@ func (h *nodeHooks) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		id := redisOpID(ctx, cmd.Name(), cmd.Args())
-		if err := h.c.redisGate(h.node, id, redisUnits(cmd)); err != nil {
+		if err := h.redisGate(id, redisUnits(cmd)); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -99,7 +111,7 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			args = cmds[len(cmds)/2].Args()
 		}
 		id := redisOpID(ctx, name, args)
-		if err := h.c.redisGate(h.node, id, len(cmds)); err != nil {
+		if err := h.redisGate(id, len(cmds)); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}
@@ -126,22 +138,26 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 	return fmt.Sprintf("%s %s %s", label, name, key)
 }
 
-// redisGate parks a Redis command; afterwards it may fail it (an outage
-// window or a drawn command error).
-func (c *Cluster) redisGate(node, id string, units int) error {
-	c.Sched.GateUnits(node, KindRedis, id, c.faults.spike(c.Now()), units)
+// redisGate parks a Redis command of the incarnation (units sizes it for
+// the CPU model); afterwards it may fail it (an outage window or a drawn
+// command error).
+func (h *nodeHooks) redisGate(id string, units int) error {
+	c, node := h.c, h.node
+	c.Sched.GateSized(h, node, KindRedis, id, c.faults.spike(c.Now()), units)
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
 	}
 	if c.faults.redisDown(c.Now()) {
 		c.Trace.Event(c.Now(), node, "fault redis-outage %s", id)
+		c.opFault("redis-outage", id, true, node)
 		return errors.New("simulated redis outage")
 	}
 	k := c.faults.occurrence("redis|" + node + "|" + id)
 	if decide(c.seeds.faults.Derive("redis"), c.faults.mix.RedisError, node+"|"+id, k) && c.faults.on {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), node, "fault redis-error %s", id)
+		c.opFault("redis-error", id, true, node)
 		return errors.New("simulated redis error")
 	}
 	return nil
@@ -204,12 +220,12 @@ func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
 // here) and labels the handler's work with the call's identity.
 func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := callID(ctx, info.FullMethod)
-	h.c.Sched.GateUnits(h.node, KindRPCRecv, id, 0, recipientsOf(req))
+	h.c.Sched.GateSized(h, h.node, KindRPCRecv, id, 0, recipientsOf(req))
 	return handler(system.WithLabel(ctx, "recv "+id), req)
 }
 
 func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	h.c.Sched.Gate(h.node, KindRPCRecv, callID(ss.Context(), info.FullMethod))
+	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, callID(ss.Context(), info.FullMethod), 0)
 	return handler(srv, ss)
 }
 
@@ -227,47 +243,50 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	key := h.node + "|" + id + "|" + attemptOf(ctx)
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
-	c.Sched.GateUnits(h.node, KindRPCSend, id+" "+attemptOf(ctx), 0, recipientsOf(req))
+	c.Sched.GateSized(h, h.node, KindRPCSend, id+" "+attemptOf(ctx), 0, recipientsOf(req))
 	fs := c.seeds.faults.Derive("net")
 	k := c.faults.occurrence("net|" + key)
 	on := c.faults.on
 	switch {
 	case c.Net.Blocked(h.node, target):
-		return h.lost(ctx, "partition", id)
+		return h.lost(ctx, "partition", id, target)
 	case on && decide(fs.Derive("drop-req"), c.faults.mix.DropRequest, key, k):
-		return h.lost(ctx, "drop-request", id)
+		return h.lost(ctx, "drop-request", id, target)
 	}
 	if on && decide(fs.Derive("delay"), c.faults.mix.Delay, key, k) {
 		d := time.Duration(1+fs.Derive("delay-by").Unit(key)*2000) * time.Millisecond
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault delay %s by %v", id, d)
-		c.Sched.GateDelay(h.node, "net.delay", id+" "+attemptOf(ctx), d)
+		c.opFault("delay", id, false, h.node, target)
+		c.Sched.GateOwned(h, h.node, "net.delay", id+" "+attemptOf(ctx), d)
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	// The response wakes this goroutine outside the scheduler: park before
 	// touching shared state or the trace.
-	c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx))
+	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx), 0)
 	if on && err == nil && decide(fs.Derive("dup"), c.faults.mix.Duplicate, key, k) {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault duplicate %s", id)
+		c.opFault("duplicate", id, false, h.node, target)
 		dctx := metadata.AppendToOutgoingContext(ctx, mdDup, "1")
 		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
-		c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx)+" dup")
+		c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx)+" dup", 0)
 	}
 	if on && err == nil && (c.Net.Blocked(target, h.node) || decide(fs.Derive("drop-resp"), c.faults.mix.DropResponse, key, k)) {
-		return h.lost(ctx, "drop-response", id)
+		return h.lost(ctx, "drop-response", id, target)
 	}
 	return err
 }
 
 // lost makes a call fail the way a lost message does: nothing comes back
 // and the caller's deadline expires.
-func (h *nodeHooks) lost(ctx context.Context, why, id string) error {
+func (h *nodeHooks) lost(ctx context.Context, why, id, target string) error {
 	c := h.c
 	c.Stats.FaultsInjected++
 	c.Trace.Event(c.Now(), h.node, "fault %s %s", why, id)
+	c.opFault(why, id, false, h.node, target)
 	<-ctx.Done()
-	c.Sched.Gate(h.node, KindRPCDone, id+" "+attemptOf(ctx)+" lost")
+	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx)+" lost", 0)
 	return status.FromContextError(ctx.Err()).Err()
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +19,7 @@ type Network struct {
 	listeners map[string]*bufconn.Listener
 	conns     map[*simConn]struct{}
 	cut       map[[2]string]bool // one-way link from -> to is cut
+	dead      map[string]bool    // dialers (incarnation tags) that crashed
 }
 
 // NewNetwork returns an empty network.
@@ -42,8 +42,11 @@ func (nw *Network) Listen(addr string) net.Listener {
 func (nw *Network) Dialer(from string) func(ctx context.Context, addr string) (net.Conn, error) {
 	return func(ctx context.Context, addr string) (net.Conn, error) {
 		nw.mu.Lock()
-		l := nw.listeners[addr]
+		l, dead := nw.listeners[addr], nw.dead[from]
 		nw.mu.Unlock()
+		if dead {
+			return nil, fmt.Errorf("dial %s: %s crashed", addr, from)
+		}
 		if l == nil {
 			return nil, fmt.Errorf("dial %s: no such host", addr)
 		}
@@ -87,18 +90,6 @@ func (nw *Network) Blocked(from, to string) bool {
 	return nw.cut[[2]string{from, to}]
 }
 
-// Cuts lists the cut links, sorted.
-func (nw *Network) Cuts() []string {
-	nw.mu.Lock()
-	defer nw.mu.Unlock()
-	var out []string
-	for k := range nw.cut {
-		out = append(out, k[0]+"->"+k[1])
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Open counts open connections; with from != "" only those dialled by from,
 // with toPrefix != "" only those to addresses with that prefix.
 func (nw *Network) Open(from, toPrefix string) int {
@@ -107,6 +98,19 @@ func (nw *Network) Open(from, toPrefix string) int {
 	n := 0
 	for c := range nw.conns {
 		if (from == "" || c.from == from) && strings.HasPrefix(c.to, toPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// OpenTo counts open connections to addr.
+func (nw *Network) OpenTo(addr string) int {
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	n := 0
+	for c := range nw.conns {
+		if c.to == addr {
 			n++
 		}
 	}
@@ -173,6 +177,26 @@ func (c *simConn) Close() error {
 	delete(c.nw.conns, c)
 	c.nw.mu.Unlock()
 	return c.Conn.Close()
+}
+
+// cutFrom closes every connection dialled by from and refuses its later
+// dials: from (an incarnation's tag) crashed.
+func (nw *Network) cutFrom(from string) {
+	nw.mu.Lock()
+	if nw.dead == nil {
+		nw.dead = map[string]bool{}
+	}
+	nw.dead[from] = true
+	var cs []*simConn
+	for c := range nw.conns {
+		if c.from == from {
+			cs = append(cs, c)
+		}
+	}
+	nw.mu.Unlock()
+	for _, c := range cs {
+		_ = c.Close()
+	}
 }
 
 // vanishFrom black-holes every open connection dialled by from.

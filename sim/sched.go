@@ -21,7 +21,10 @@ type Op struct {
 	ReadyAt time.Duration
 	// Units sizes the op for the CPU model (recipients of a relay, keys of
 	// a Redis command); 0 means 1. It is not part of the key or the trace.
-	Units   int
+	Units int
+	// owner is who the op belongs to (a node incarnation's hooks; nil for
+	// clients and the fault injector): Hold stops every op of an owner.
+	owner   any
 	arrival uint64
 	delayed bool
 	booked  bool // the CPU model booked a resource until ReadyAt
@@ -46,6 +49,10 @@ type Scheduler struct {
 	latency  func(node, kind, id string) time.Duration
 	trace    *Trace
 	pausedTo map[string]time.Duration
+	// held are the ops of held owners (crashed incarnations): never picked,
+	// released only by PassThrough at teardown.
+	held      []*Op
+	heldOwner map[any]bool
 	// Collisions lists keys that were parked twice at once: a harness bug.
 	Collisions []string
 	// Steps counts released operations.
@@ -56,8 +63,6 @@ type Scheduler struct {
 	// ops ordered by arrival instead of key, or gates switched off.
 	ByArrival bool
 	Ungated   bool
-	// Quiet suppresses the trace line per released op (ungated control).
-	Quiet bool
 	// CPU, when set, makes ops cost time on contended resources (cpu.go).
 	CPU *Resources
 	// OnRelease, when set, is told of each released op (driver side, in
@@ -70,7 +75,7 @@ func NewScheduler(s Strategy, trace *Trace, latency func(node, kind, id string) 
 	return &Scheduler{
 		start: time.Now(), lock: make(chan struct{}, 1), parked: map[string]*Op{},
 		wake: make(chan struct{}, 1), strategy: s, latency: latency, trace: trace,
-		pausedTo: map[string]time.Duration{},
+		pausedTo: map[string]time.Duration{}, heldOwner: map[any]bool{},
 	}
 }
 
@@ -85,11 +90,19 @@ func (s *Scheduler) Gate(node, kind, id string) {
 
 // GateDelay is Gate with an extra delay (a fault).
 func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
-	s.GateUnits(node, kind, id, extra, 0)
+	s.GateOwned(nil, node, kind, id, extra)
 }
 
-// GateUnits is GateDelay for an op of a given size (see Op.Units).
-func (s *Scheduler) GateUnits(node, kind, id string, extra time.Duration, units int) {
+// GateOwned is GateDelay for an op that belongs to owner (a node
+// incarnation): once the owner is held (Hold), the op parks in the held set
+// and stays there until teardown.
+func (s *Scheduler) GateOwned(owner any, node, kind, id string, extra time.Duration) {
+	s.GateSized(owner, node, kind, id, extra, 0)
+}
+
+// GateSized is GateOwned for an op of a given size (see Op.Units; only
+// the CPU model reads it).
+func (s *Scheduler) GateSized(owner any, node, kind, id string, extra time.Duration, units int) {
 	if s.Ungated {
 		return
 	}
@@ -99,7 +112,13 @@ func (s *Scheduler) GateUnits(node, kind, id string, extra time.Duration, units 
 		return
 	}
 	key := node + "|" + kind + "|" + id
-	op := &Op{Key: key, Node: node, Kind: kind, ID: id, Units: units, release: make(chan struct{})}
+	op := &Op{Key: key, Node: node, Kind: kind, ID: id, Units: units, owner: owner, release: make(chan struct{})}
+	if owner != nil && s.heldOwner[owner] {
+		s.held = append(s.held, op)
+		<-s.lock
+		<-op.release
+		return
+	}
 	op.ReadyAt = s.Now() + extra
 	if s.latency != nil {
 		op.ReadyAt += s.latency(node, kind, id)
@@ -121,6 +140,37 @@ func (s *Scheduler) GateUnits(node, kind, id string, extra time.Duration, units 
 	default:
 	}
 	<-op.release
+}
+
+// Hold stops owner for good, as a crash stops a process: its parked ops
+// move to the held set and its later gates park there. Held ops are never
+// picked; only PassThrough (teardown) releases them, so nothing the owner
+// does after Hold passes a gate while the run is scheduled.
+func (s *Scheduler) Hold(owner any) {
+	if owner == nil {
+		return
+	}
+	s.lock <- struct{}{}
+	defer func() { <-s.lock }()
+	s.heldOwner[owner] = true
+	kept := s.sorted[:0]
+	for _, op := range s.sorted {
+		if op.owner == owner {
+			delete(s.parked, op.Key)
+			s.held = append(s.held, op)
+			continue
+		}
+		kept = append(kept, op)
+	}
+	clear(s.sorted[len(kept):])
+	s.sorted = kept
+}
+
+// Held counts the ops parked in the held set.
+func (s *Scheduler) Held() int {
+	s.lock <- struct{}{}
+	defer func() { <-s.lock }()
+	return len(s.held)
 }
 
 // Pause holds every op of node until virtual time until.
@@ -183,26 +233,26 @@ func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...) // keys are unique: s.sorted[j] == op
 	<-s.lock
 	s.Steps++
-	if !s.Quiet {
-		s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
-	}
+	s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
 	if s.OnRelease != nil {
 		s.OnRelease(op, now)
 	}
 	close(op.release)
 }
 
-// PassThrough releases everything parked and lets later gates pass
-// unblocked: teardown must not depend on the driver.
+// PassThrough releases everything parked or held and lets later gates
+// pass unblocked: teardown must not depend on the driver.
 func (s *Scheduler) PassThrough() {
 	s.lock <- struct{}{}
 	s.pass = true
-	ops := make([]*Op, 0, len(s.parked))
+	ops := make([]*Op, 0, len(s.parked)+len(s.held))
 	for _, op := range s.parked {
 		ops = append(ops, op)
 	}
+	ops = append(ops, s.held...)
 	s.parked = map[string]*Op{}
 	s.sorted = nil
+	s.held = nil
 	<-s.lock
 	for _, op := range ops {
 		close(op.release)

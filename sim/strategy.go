@@ -126,6 +126,11 @@ func (e *Exhaustive) Pick(ready []*Op, _ time.Duration) (int, time.Duration) {
 	return c, 0
 }
 
+// replay returns a strategy that follows this run's schedule again.
+func (e *Exhaustive) replay() *Exhaustive {
+	return &Exhaustive{Bound: e.Bound, Delay: e.Delay, prefix: append([]int(nil), e.chosen...), Explored: e.Explored}
+}
+
 // Next prepares the next schedule; false when every schedule within the
 // bound has been explored.
 func (e *Exhaustive) Next() bool {

@@ -98,6 +98,13 @@ func (t *Trace) add(line string) int {
 	return t.n
 }
 
+// Lines returns how many lines the trace has (the last line's number).
+func (t *Trace) Lines() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
 // Hash returns the hex SHA-256 of every line so far (16 bytes shown).
 func (t *Trace) Hash() string {
 	t.mu.Lock()
@@ -107,6 +114,15 @@ func (t *Trace) Hash() string {
 
 // Text returns the whole trace ("" unless kept).
 func (t *Trace) Text() string { return t.text.String() }
+
+// numbered returns every line (header lines first), so that line n is
+// numbered[n-1]; nil unless the trace was kept.
+func (t *Trace) numbered() []string {
+	if !t.keep {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(t.text.String(), "\n"), "\n")
+}
 
 // Tail returns the last n lines.
 func (t *Trace) Tail(n int) []string {

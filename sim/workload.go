@@ -21,6 +21,10 @@ type WorkloadConfig struct {
 	Tick time.Duration
 	// RoomsPerUser is how many rooms each user joins at the start.
 	RoomsPerUser int
+	// Calm keeps membership still once traffic starts: churn only moves
+	// connections (reconnects, going offline), so no join or leave is
+	// concurrent with a send (the mode-equivalence workload, DESIGN §4).
+	Calm bool
 }
 
 // Workload is a generated sequence of client actions.
@@ -94,7 +98,11 @@ func (g *gen) send(t time.Duration) {
 
 func (g *gen) churn(t time.Duration) {
 	u := g.wl.Users[g.r.IntN(len(g.wl.Users))]
-	switch g.r.IntN(4) {
+	kind := g.r.IntN(4)
+	if g.w.Calm {
+		kind = 2 + kind%2
+	}
+	switch kind {
 	case 0: // join another room
 		room := g.wl.Rooms[g.r.IntN(len(g.wl.Rooms))]
 		g.member[u][room] = true

@@ -409,6 +409,7 @@ func seqRange(from, to uint64) []uint64 {
 type recorder struct {
 	mu     sync.Mutex
 	events []any
+	gates  []Point                  // every gate passed, in arrival order
 	held   map[string]chan struct{} // node|kind -> closed on release
 }
 
@@ -416,6 +417,7 @@ var _ Hooks = (*recorder)(nil)
 
 func (r *recorder) Gate(ctx context.Context, p Point) {
 	r.mu.Lock()
+	r.gates = append(r.gates, p)
 	ch := r.held[p.Node+"|"+p.Kind]
 	r.mu.Unlock()
 	if ch != nil {
@@ -448,6 +450,19 @@ func (r *recorder) Observe(e any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
+}
+
+// gatesOf returns the points of kind that node's operations have reached.
+func (r *recorder) gatesOf(node, kind string) []Point {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Point
+	for _, p := range r.gates {
+		if p.Node == node && p.Kind == kind {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // dispatches returns the DispatchEvents observed so far.

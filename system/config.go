@@ -3,6 +3,7 @@ package system
 import (
 	"context"
 	"fmt"
+	"log"
 	"net"
 	"time"
 
@@ -67,6 +68,9 @@ type Config struct {
 	// CatchUpInterval is how often a session re-reads its rooms' logs to
 	// make good any live push that never arrived.
 	CatchUpInterval time.Duration
+	// Logf logs what the node must report but cannot return to a caller
+	// (a task that panicked). Nil means log.Printf.
+	Logf func(format string, args ...any)
 }
 
 // DefaultConfig returns the seeds' configuration.
@@ -119,6 +123,9 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.StreamKeepAliveTimeout, d.StreamKeepAliveTimeout)
 	setDefault(&c.RedisPoolSize, d.RedisPoolSize)
 	setDefault(&c.CatchUpInterval, d.CatchUpInterval)
+	if c.Logf == nil {
+		c.Logf = log.Printf
+	}
 	return c
 }
 

@@ -47,9 +47,6 @@ func keyEpoch(node string) string     { return "node:" + node + ":epoch" }
 // NewDirectory wraps a go-redis client.
 func NewDirectory(rdb *redis.Client) *Directory { return &Directory{rdb: rdb, IdemTTL: 24 * time.Hour} }
 
-// Client returns the underlying go-redis client.
-func (d *Directory) Client() *redis.Client { return d.rdb }
-
 // CreateRoom creates room; created is false when it already existed.
 func (d *Directory) CreateRoom(ctx context.Context, room string) (created bool, err error) {
 	created, err = d.rdb.SetNX(ctx, keySeq(room), 0, 0).Result()
@@ -244,21 +241,6 @@ func (d *Directory) Windows(ctx context.Context, room, user string) ([]Window, e
 		return nil, fmt.Errorf("windows of %s in %s: %w", user, room, err)
 	}
 	return ParseWindows(s)
-}
-
-// AllWindows returns every user's windows in room.
-func (d *Directory) AllWindows(ctx context.Context, room string) (map[string][]Window, error) {
-	m, err := d.rdb.HGetAll(ctx, keyWindows(room)).Result()
-	if err != nil {
-		return nil, fmt.Errorf("windows of %s: %w", room, err)
-	}
-	out := make(map[string][]Window, len(m))
-	for u, s := range m {
-		if out[u], err = ParseWindows(s); err != nil {
-			return nil, fmt.Errorf("windows of %s in %s: %w", u, room, err)
-		}
-	}
-	return out, nil
 }
 
 // UserRooms returns the rooms user was ever a member of, sorted.

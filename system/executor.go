@@ -32,11 +32,14 @@ type ExecutorConfig struct {
 	KeepAlive time.Duration
 
 	// BeforeTask, if set, is called in the goroutine that runs the task
-	// (a worker, or the caller on caller-runs) just before the task runs.
-	// It may block: the simulation parks tasks there.
-	BeforeTask func(label string)
+	// just before the task runs: a worker (caller false), or the submitting
+	// goroutine when the pool is saturated (caller-runs, caller true), so
+	// that an embedder counting tasks on workers can leave caller-runs
+	// tasks out. It may block: the simulation parks tasks there.
+	BeforeTask func(label string, caller bool)
 	// AfterTask, if set, is called in a worker after each task and before
-	// it takes the next one. It may block like BeforeTask.
+	// it takes the next one; never after a caller-runs task. It may block
+	// like BeforeTask.
 	AfterTask func(label string)
 
 	// OnPanic, if set, is called with a task's label and the recovered value
@@ -174,7 +177,7 @@ func (e *Executor) Submit(label string, fn func()) {
 	case startWorker:
 		go e.work(w, first)
 	case callerRuns:
-		e.run(t)
+		e.run(t, true)
 		e.mu.Lock()
 		e.counts.completed++
 		e.mu.Unlock()
@@ -281,7 +284,7 @@ func (e *Executor) work(w *worker, t task) {
 		}
 	}()
 	for ok := true; ok; t, ok = e.next(w) {
-		e.run(t)
+		e.run(t, false)
 		if e.cfg.AfterTask != nil {
 			// Before the worker looks at the queue again: a task that ended
 			// because something woke it must not race a concurrent Submit.
@@ -372,11 +375,11 @@ func (e *Executor) goneLocked() {
 }
 
 // run runs BeforeTask and the task, containing a panic so that a worker is
-// never lost to one.
-func (e *Executor) run(t task) {
+// never lost to one. caller: the submitting goroutine runs it (caller-runs).
+func (e *Executor) run(t task, caller bool) {
 	defer e.recoverTask(t.label)
 	if e.cfg.BeforeTask != nil {
-		e.cfg.BeforeTask(t.label)
+		e.cfg.BeforeTask(t.label, caller)
 	}
 	t.fn()
 }
@@ -414,12 +417,13 @@ func (e *Executor) Shutdown() {
 	<-e.done
 }
 
-// Stats returns a snapshot. It applies keep-alive expiry first, so that the
-// snapshot depends only on the (virtual) time it is taken at.
+// Stats returns a snapshot. It has no side effects: in particular it does
+// not apply keep-alive expiry, which stays driven by the workers' own timers
+// and by Submit and next, so an observer cannot hide a worker that failed to
+// retire.
 func (e *Executor) Stats() ExecutorStats {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	e.expireLocked(time.Now())
 	return ExecutorStats{
 		Core: e.cfg.Core, Max: e.cfg.Max,
 		Pool: e.pool, Active: e.active, Queued: e.queue.len(), Peak: e.peak,

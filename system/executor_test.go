@@ -267,23 +267,25 @@ func TestExecutorShutdown(t *testing.T) {
 }
 
 // TestExecutorBeforeTask: BeforeTask runs once per task, with its label, in
-// the goroutine that runs the task, and may park there.
+// the goroutine that runs the task, and may park there. It tells a
+// caller-runs task (run by the submitter) from a task on a worker; AfterTask
+// follows worker tasks only.
 func TestExecutorBeforeTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var rec execLabels
+		var rec, done execLabels
 		gates := map[string]chan struct{}{"worker": make(chan struct{}), "caller": make(chan struct{})}
-		e := NewExecutor(ExecutorConfig{Core: 1, Max: 1, BeforeTask: func(label string) {
-			rec.record(label)
+		e := NewExecutor(ExecutorConfig{Core: 1, Max: 1, BeforeTask: func(label string, caller bool) {
+			rec.record(fmt.Sprintf("%s caller=%t", label, caller))
 			if g := gates[label]; g != nil {
 				<-g
 			}
-		}})
+		}, AfterTask: done.record})
 		var workerRan, callerRan bool
 
 		// Worker path: Submit returns while BeforeTask is parked on the worker.
 		e.Submit("worker", func() { workerRan = true })
 		synctest.Wait()
-		assert.Equal(t, []string{"worker"}, rec.sorted())
+		assert.Equal(t, []string{"worker caller=false"}, rec.sorted())
 		assert.False(t, workerRan, "the task waits for BeforeTask")
 		assert.Equal(t, 1, e.Stats().Active, "a parked task holds its worker")
 
@@ -292,7 +294,7 @@ func TestExecutorBeforeTask(t *testing.T) {
 		submitted := make(chan struct{})
 		go func() { e.Submit("caller", func() { callerRan = true }); close(submitted) }()
 		synctest.Wait()
-		assert.Equal(t, []string{"caller", "worker"}, rec.sorted())
+		assert.Equal(t, []string{"caller caller=true", "worker caller=false"}, rec.sorted())
 		assert.False(t, callerRan)
 		select {
 		case <-submitted:
@@ -309,7 +311,8 @@ func TestExecutorBeforeTask(t *testing.T) {
 
 		e.Submit("again", func() {})
 		synctest.Wait()
-		assert.Equal(t, []string{"again", "caller", "worker"}, rec.sorted())
+		assert.Equal(t, []string{"again caller=false", "caller caller=true", "worker caller=false"}, rec.sorted())
+		assert.Equal(t, []string{"again", "worker"}, done.sorted(), "AfterTask runs after worker tasks only")
 		s := e.Stats()
 		assert.Equal(t, int64(3), s.Completed)
 		assert.Equal(t, int64(1), s.CallerRuns)
@@ -386,6 +389,7 @@ func TestExecutorCoreZero(t *testing.T) {
 		close(release)
 		synctest.Wait()
 		time.Sleep(time.Second + 1)
+		synctest.Wait() // the workers' keep-alive timers retire them
 		assert.Equal(t, 0, e.Stats().Pool, "with core 0 every idle worker retires")
 		e.Shutdown()
 	})
@@ -427,6 +431,7 @@ func TestExecutorSeedsPool(t *testing.T) {
 		assert.Equal(t, int64(1201), s.Completed)
 		assert.Equal(t, 200, s.Pool)
 		time.Sleep(DefaultExecutorKeepAlive + 1)
+		synctest.Wait() // the workers' keep-alive timers retire them
 		assert.Equal(t, 30, e.Stats().Pool)
 		e.Shutdown()
 	})
@@ -441,7 +446,7 @@ func execDeterminismRun(t *testing.T, seed uint64) (trace []string, peak []int) 
 		rng := rand.New(rand.NewPCG(seed, 0))
 		var started execLabels
 		e := NewExecutor(ExecutorConfig{Core: 2, Max: 5, Queue: 3, KeepAlive: 10 * time.Second,
-			BeforeTask: started.record})
+			BeforeTask: func(label string, _ bool) { started.record(label) }})
 		release := map[string]chan struct{}{}
 		var released []string
 		running := func() []string {
@@ -500,4 +505,41 @@ func TestExecutorDeterminism(t *testing.T) {
 			assert.True(t, shrank, "some workers retired")
 		})
 	}
+}
+
+// TestExecutorStatsHasNoSideEffects: taking a snapshot changes nothing. Idle
+// workers whose keep-alive has run out but whose own timer has not retired
+// them yet (a late timer, or a keep-alive bug) stay in the pool however often
+// Stats is called: an observer must not hide what the workers failed to do.
+// Their own timers retire them.
+func TestExecutorStatsHasNoSideEffects(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ka = 10 * time.Second
+		e := NewExecutor(ExecutorConfig{Core: 1, Max: 3, KeepAlive: ka})
+		release := make(chan struct{})
+		for i := range 3 {
+			e.Submit(fmt.Sprint("t", i), execBlockOn(release))
+		}
+		close(release)
+		synctest.Wait()
+		require.Equal(t, 3, e.Stats().Pool)
+
+		// Every idle worker's deadline has passed; their timers have not.
+		e.mu.Lock()
+		for _, w := range e.idle {
+			require.True(t, w.timed, "worker %d waits with a keep-alive", w.id)
+			w.deadline = time.Now().Add(-time.Nanosecond)
+		}
+		e.mu.Unlock()
+
+		for i := range 3 {
+			assert.Equal(t, 3, e.Stats().Pool, "Stats call %d retired a worker", i+1)
+			assert.ElementsMatch(t, []int{1, 2, 3}, execIdleIDs(e), "Stats call %d", i+1)
+		}
+
+		time.Sleep(ka)
+		synctest.Wait()
+		assert.Equal(t, 1, e.Stats().Pool, "the workers' own timers retire them")
+		e.Shutdown()
+	})
 }

@@ -13,8 +13,9 @@ type Point struct {
 
 // Kinds of Point.
 const (
-	PointTask         = "task"          // an executor task is about to run
-	PointTaskDone     = "task.done"     // a worker finished a task and is about to take the next
+	PointTask         = "task"          // an executor task is about to run on a worker
+	PointTaskCaller   = "task.caller"   // an executor task is about to run in its submitter (caller-runs: the pool is saturated)
+	PointTaskDone     = "task.done"     // a worker finished a task and is about to take the next (never after a caller-runs task)
 	PointSessionSend  = "session.send"  // a delivery is about to be written to a client stream
 	PointSessionOpen  = "session.open"  // a session is about to be registered
 	PointSessionClose = "session.close" // a session is about to be unregistered
@@ -76,6 +77,15 @@ type RelayEvent struct {
 	Bulk       bool
 	Attempt    int
 	Err        error
+}
+
+// PanicEvent is observed when a task panicked: the executor recovered it
+// (the worker carries on) and the node logged it. Value is the recovered
+// value, formatted with %v.
+type PanicEvent struct {
+	Node  string
+	Label string
+	Value string
 }
 
 type noHooks struct{}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -80,11 +81,25 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	n.dir = NewDirectory(n.rdb)
 	n.dir.IdemTTL = cfg.IdemTTL
 	ec := cfg.Executor
-	ec.BeforeTask = func(label string) {
-		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTask, Key: label})
+	// Tasks on workers and caller-runs tasks pass different gates: an
+	// embedder counts the tasks running on workers at once as PointTask
+	// released minus PointTaskDone reached, and a caller-runs task holds
+	// no worker (nor reaches PointTaskDone).
+	ec.BeforeTask = func(label string, caller bool) {
+		kind := PointTask
+		if caller {
+			kind = PointTaskCaller
+		}
+		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: kind, Key: label})
 	}
 	ec.AfterTask = func(label string) {
 		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTaskDone, Key: label})
+	}
+	// A recovered task panic is a bug: it is logged in production too, and
+	// observed.
+	ec.OnPanic = func(label string, recovered any) {
+		n.cfg.Logf("relay node %s: task %q panicked (recovered): %v\n%s", n.cfg.NodeID, label, recovered, debug.Stack())
+		n.hooks.Observe(PanicEvent{Node: n.cfg.NodeID, Label: label, Value: fmt.Sprint(recovered)})
 	}
 	ec.OnSubmit = func(label, placement string) {
 		n.hooks.Observe(TaskEvent{Node: cfg.NodeID, Label: label, Placement: placement})

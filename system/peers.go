@@ -7,9 +7,12 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // peers holds client connections to other nodes keyed by (server, epoch):
@@ -28,12 +31,17 @@ type peers struct {
 type peer struct {
 	server string
 	epoch  uint64
+	// conns is filled before the peer is published and never changed after:
+	// relays holding the peer read it without a lock while it is closed.
 	conns  []*grpc.ClientConn
+	closed atomic.Bool
 }
 
 func newPeers(n *Node) *peers { return &peers{n: n, m: map[string]*peer{}} }
 
 // get returns the connections to server, reading the registry on a miss.
+// A server missing from the registry is ErrUnknownNode; a failed read of the
+// registry is Unavailable: both are retried.
 func (ps *peers) get(ctx context.Context, server string) (*peer, error) {
 	ps.mu.Lock()
 	p := ps.m[server]
@@ -42,8 +50,11 @@ func (ps *peers) get(ctx context.Context, server string) (*peer, error) {
 		return p, nil
 	}
 	info, err := ps.n.dir.LookupNode(ctx, server)
-	if err != nil {
+	if errors.Is(err, ErrUnknownNode) {
 		return nil, err
+	}
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "registry: %v", err)
 	}
 	return ps.install(info)
 }
@@ -82,31 +93,38 @@ func (ps *peers) install(info NodeInfo) (*peer, error) {
 	return p, nil
 }
 
-// refresh re-reads server's registry entry after a transport failure and
-// switches to new connections if the peer restarted with a new epoch; the
-// old connections may be in reconnect back-off for a long while. A peer
-// missing from the registry is forgotten.
-func (ps *peers) refresh(ctx context.Context, server string) {
+// refresh re-reads server's registry entry after a transport failure on the
+// connections to its incarnation epoch, and switches to new connections if
+// the peer restarted with a new epoch; the old connections may be in
+// reconnect back-off for a long while. A peer missing from the registry is
+// forgotten, if epoch is still the current entry.
+func (ps *peers) refresh(ctx context.Context, server string, epoch uint64) {
 	info, err := ps.n.dir.LookupNode(ctx, server)
 	switch {
 	case errors.Is(err, ErrUnknownNode):
-		ps.forget(server)
+		ps.forget(server, epoch)
 	case err == nil:
 		_, _ = ps.install(info)
 	}
 }
 
-// forget drops server's connections so the next relay re-reads the registry.
-func (ps *peers) forget(server string) {
+// forget drops the connections to server's incarnation epoch so the next
+// relay re-reads the registry. Only that incarnation: a relay that failed on
+// an old one must not close the connections another relay has installed to
+// a newer one meanwhile (relays in flight on them would be cut).
+func (ps *peers) forget(server string, epoch uint64) {
 	ps.mu.Lock()
 	p := ps.m[server]
+	if p == nil || p.epoch != epoch {
+		ps.mu.Unlock()
+		return
+	}
 	delete(ps.m, server)
 	ps.mu.Unlock()
-	if p != nil {
-		p.close()
-	}
+	p.close()
 }
 
+// closeAll closes every peer's connections; nothing is installed after it.
 func (ps *peers) closeAll() {
 	ps.mu.Lock()
 	ps.closed = true
@@ -114,10 +132,15 @@ func (ps *peers) closeAll() {
 	for s := range ps.m {
 		servers = append(servers, s)
 	}
-	ps.mu.Unlock()
 	sort.Strings(servers)
-	for _, s := range servers {
-		ps.forget(s)
+	all := make([]*peer, len(servers))
+	for i, s := range servers {
+		all[i] = ps.m[s]
+		delete(ps.m, s)
+	}
+	ps.mu.Unlock()
+	for _, p := range all {
+		p.close()
 	}
 }
 
@@ -133,8 +156,14 @@ func (ps *peers) counts() (live, conns int) {
 }
 
 // conn picks one of the peer's channels from the message identity, so the
-// choice does not depend on the order in which tasks happen to run.
+// choice does not depend on the order in which tasks happen to run. A closed
+// peer (replaced or forgotten since the relay got it) offers none: nil. A
+// connection picked just before the peer closes fails its call with
+// Canceled, which is retried too.
 func (p *peer) conn(room string, seq uint64, first string) *grpc.ClientConn {
+	if p.closed.Load() || len(p.conns) == 0 {
+		return nil
+	}
 	if len(p.conns) == 1 {
 		return p.conns[0]
 	}
@@ -143,11 +172,15 @@ func (p *peer) conn(room string, seq uint64, first string) *grpc.ClientConn {
 	return p.conns[int(h.Sum32()%uint32(len(p.conns)))]
 }
 
+// close closes the peer's connections, once. It leaves conns alone: relays
+// holding the peer may be reading it.
 func (p *peer) close() {
+	if p.closed.Swap(true) {
+		return
+	}
 	for _, cc := range p.conns {
 		_ = cc.Close()
 	}
-	p.conns = nil
 }
 
 func (n *Node) dialPeer(addr string) (*grpc.ClientConn, error) {

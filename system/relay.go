@@ -117,18 +117,27 @@ func delivery(m *relaypb.RelayedMessage) *relaypb.Delivery {
 
 // relay sends m to recipients on server, retrying transient failures. A
 // relay that finally fails is dropped: the recipients catch up from the log.
+// After the last attempt it returns at once: no registry read and no
+// back-off holding the executor worker for nothing.
 func (n *Node) relay(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, bulk bool) {
 	for attempt := 1; attempt <= n.cfg.RelayAttempts; attempt++ {
 		err := n.relayOnce(ctx, server, recipients, m, bulk, attempt)
 		n.hooks.Observe(RelayEvent{Node: n.cfg.NodeID, Target: server, Room: m.Room, Seq: m.Seq, Recipients: len(recipients), Bulk: bulk, Attempt: attempt, Err: err})
-		if err == nil || !retryable(err) || ctx.Err() != nil {
+		if err == nil || !retryable(err) || ctx.Err() != nil || attempt == n.cfg.RelayAttempts {
 			return
+		}
+		// React on the incarnation this attempt used, not on whatever is
+		// current by now.
+		var used *attemptError
+		epoch := uint64(0)
+		if errors.As(err, &used) {
+			epoch = used.epoch
 		}
 		switch {
 		case status.Code(err) == codes.FailedPrecondition || errors.Is(err, ErrUnknownNode):
-			n.peers.forget(server)
+			n.peers.forget(server, epoch)
 		case status.Code(err) == codes.Unavailable:
-			n.peers.refresh(ctx, server)
+			n.peers.refresh(ctx, server, epoch)
 		}
 		select {
 		case <-time.After(time.Duration(attempt) * n.cfg.RelayBackoff):
@@ -138,12 +147,29 @@ func (n *Node) relay(ctx context.Context, server string, recipients []string, m 
 	}
 }
 
+// attemptError is a relay attempt that failed on the connections to one
+// incarnation (epoch) of the peer.
+type attemptError struct {
+	epoch uint64
+	err   error
+}
+
+func (e *attemptError) Error() string { return e.err.Error() }
+func (e *attemptError) Unwrap() error { return e.err }
+
+// relayOnce makes one relay attempt. An error from the peer's connections
+// is an *attemptError naming the epoch they lead to.
 func (n *Node) relayOnce(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, bulk bool, attempt int) error {
 	p, err := n.peers.get(ctx, server)
 	if err != nil {
 		return err
 	}
 	cc := p.conn(m.Room, m.Seq, recipients[0])
+	if cc == nil {
+		// Replaced or forgotten since get returned it: retry on whatever
+		// is current by the next attempt.
+		return &attemptError{epoch: p.epoch, err: status.Errorf(codes.Unavailable, "relay %s#%d to %s: connections to epoch %d closed", m.Room, m.Seq, server, p.epoch)}
+	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.RelayTimeout)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, n.cfg.ClusterToken, MDOp, Label(ctx), MDAttempt, strconv.Itoa(attempt))
@@ -154,7 +180,7 @@ func (n *Node) relayOnce(ctx context.Context, server string, recipients []string
 		_, err = client.RelayMessage(ctx, &relaypb.RelayMessageRequest{Message: m, Recipient: recipients[0], TargetEpoch: p.epoch})
 	}
 	if err != nil {
-		return fmt.Errorf("relay %s#%d to %s: %w", m.Room, m.Seq, server, err)
+		return &attemptError{epoch: p.epoch, err: fmt.Errorf("relay %s#%d to %s: %w", m.Room, m.Seq, server, err)}
 	}
 	return nil
 }

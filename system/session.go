@@ -104,6 +104,14 @@ func (s *session) release() {
 var errSessionClosed = status.Error(codes.Unavailable, "session closed")
 
 // deliver hands a live message to the client, after any gap before it.
+//
+// The next seq of a known room is pushed without waiting: a client that
+// cannot absorb OutboxSize live messages is a slow consumer and its session
+// ends (see pushLocked). A gap fill, and the message after it, wait for
+// outbox room like replay does: how many entries a gap holds says nothing
+// about the client's pace (a replay that just streamed a backlog may have
+// left the outbox nearly full), so a healthy client must not be ended for
+// it. The wait ends with ctx or the session.
 func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
 	if err := s.acquire(ctx); err != nil {
 		return err
@@ -124,7 +132,7 @@ func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
 	// A gap, or the first message of a room this session has not seen:
 	// fill from the log, and deliver d only if it is inside a window (a
 	// stale relay or a late joiner must not receive it).
-	wins, err := s.fillLocked(ctx, d.Room, d.Seq-1, false)
+	wins, err := s.fillLocked(ctx, d.Room, d.Seq-1)
 	if err != nil {
 		return err
 	}
@@ -135,7 +143,7 @@ func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
 		s.last[d.Room] = d.Seq
 		return nil
 	}
-	return s.pushLocked(d)
+	return s.pushWaitLocked(ctx, d)
 }
 
 func inWindows(wins []Window, seq uint64) bool {
@@ -159,15 +167,15 @@ func (s *session) catchUp(ctx context.Context, room string) error {
 		return err
 	}
 	defer s.release()
-	_, err = s.fillLocked(ctx, room, seq, true)
+	_, err = s.fillLocked(ctx, room, seq)
 	return err
 }
 
 // fillLocked delivers the room-log entries after last and up to upto that lie
-// inside the user's membership windows, and returns the windows it read. With
-// wait it waits for room in the outbox; otherwise a full outbox ends the
-// session (see pushLocked).
-func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait bool) ([]Window, error) {
+// inside the user's membership windows, and returns the windows it read. It
+// waits for room in the outbox (pushWaitLocked), for replay and live gap
+// fills alike: the client sets the pace.
+func (s *session) fillLocked(ctx context.Context, room string, upto uint64) ([]Window, error) {
 	last := s.last[room]
 	wins, err := s.node.dir.Windows(ctx, room, s.user)
 	if err != nil {
@@ -187,11 +195,7 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait
 		}
 		for _, e := range entries {
 			d := &relaypb.Delivery{Room: room, Seq: e.Seq, MsgId: e.MsgID, Sender: e.Sender, Payload: e.Payload, FromLog: true}
-			push := s.pushLocked
-			if wait {
-				push = func(d *relaypb.Delivery) error { return s.pushWaitLocked(ctx, d) }
-			}
-			if err := push(d); err != nil {
+			if err := s.pushWaitLocked(ctx, d); err != nil {
 				return nil, err
 			}
 		}

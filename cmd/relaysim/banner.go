@@ -1,21 +1,20 @@
 package main
 
 import (
-	"os/exec"
-	"strings"
-
 	"github.com/relaysim/relaysim/sim"
 )
 
-// Banner is the failure report of DESIGN §6.
+// Banner is the failure report of DESIGN §6, naming the commit the binary
+// was built from.
 func Banner(r *sim.Result, cmd string) string {
-	return sim.Banner(r, cmd, commit())
+	return sim.Banner(r, cmd, commitNote(sim.BuildCommit()))
 }
 
-func commit() string {
-	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
-	if err != nil {
-		return "unknown"
+// commitNote explains an unknown commit: go run stamps no VCS information
+// into the binary it runs.
+func commitNote(c string) string {
+	if c == "unknown" {
+		return "unknown; go run and -buildvcs=false stamp no VCS information into the binary"
 	}
-	return strings.TrimSpace(string(out))
+	return c
 }

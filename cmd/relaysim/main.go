@@ -3,8 +3,10 @@
 //
 //	relaysim run -seed 0x2a -mode bulk [-scheduler random|pct|exhaustive] [-trace FILE] [-nodes N -users U -rooms R -duration D ...]
 //	relaysim replay -seed 0x2a -mode bulk     (same as run; prints the same trace hash)
+//	relaysim equiv -seed 0x2a                 (mode equivalence: the calm variant in every mode)
 //	relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n]
 //	relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]
+//	relaysim mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]
 package main
 
 import (
@@ -32,10 +34,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run", "replay":
 		return cmdRun(args[0], args[1:], stdout, stderr)
+	case "equiv":
+		return cmdEquiv(args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
+	case "mutants":
+		return cmdMutants(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
@@ -51,8 +57,10 @@ func usage(w io.Writer) {
 commands:
   run     run one seed on the embedded default cluster (in-process, no servers)
   replay  run one seed again (same flags as run; prints the same trace hash)
+  equiv   run one seed's calm variant in every relay mode and compare deliveries
   sweep   run many seeds and list the failing ones
   report  the seeds' experiments on the calibrated cost model: axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR]
+  mutants run the bug catalog: each mutant must be caught by its property
 
 Run 'relaysim <command> -h' for the flags of a command.
 `)

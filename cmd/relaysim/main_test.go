@@ -28,6 +28,7 @@ func TestUsageErrors(t *testing.T) {
 		{"negative nodes", []string{"replay", "-nodes", "-1"}, "nodes must be 1..64"},
 		{"negative duration", []string{"run", "-duration", "-1s"}, "durations must not be negative"},
 		{"bad pool", []string{"run", "-core", "9", "-max", "4"}, "bad pool sizes"},
+		{"bad channels", []string{"run", "-channels", "-1"}, "channels per peer must be"},
 		{"unknown scheduler", []string{"run", "-scheduler", "fifo"}, `unknown scheduler "fifo"`},
 		{"unknown flag", []string{"run", "-colour"}, "flag provided but not defined"},
 		{"stray argument", []string{"run", "extra"}, `unexpected argument "extra"`},
@@ -95,4 +96,28 @@ func TestRunPrintsStableTraceHash(t *testing.T) {
 	}
 	last := lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "both", "-j", "2")
 	assert.Equal(t, "seeds: 4 failed: 0", last)
+}
+
+// The banner's replay command is one pasteable line: the flags that were
+// set, and the overlay a mutant build needs.
+func TestReplayCommand(t *testing.T) {
+	f := newRunFlags("run", &bytes.Buffer{})
+	require.NoError(t, f.parse([]string{"-seed", "0x2a", "-mode", "single", "-users", "5", "-trace", "x.txt"}))
+	assert.Equal(t, "go run ./cmd/relaysim replay -seed 0x2a -mode single -users=5 -trace trace.txt", replayCommand(f))
+	t.Setenv("RELAYSIM_OVERLAY", "/tmp/m.json")
+	assert.Equal(t, "go run -overlay=/tmp/m.json ./cmd/relaysim replay -seed 0x2a -mode single -users=5 -trace trace.txt", replayCommand(f))
+}
+
+// A test binary carries no VCS stamp: the banner says the commit is
+// unknown, and why.
+func TestCommitFromBuildInfo(t *testing.T) {
+	assert.Equal(t, "unknown", sim.BuildCommit())
+	assert.Contains(t, commitNote("unknown"), "go run")
+	assert.Equal(t, "0123456789ab+dirty", commitNote("0123456789ab+dirty"))
+}
+
+func TestRatio(t *testing.T) {
+	for x, want := range map[float64]string{0.49: "0.49x", 0.004: "0.00x", 1.25: "1.2x", 9.96: "10.0x", 10: "10x", 132.4: "132x"} {
+		assert.Equal(t, want, ratio(x), "%v", x)
+	}
 }

@@ -49,10 +49,12 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 	fs.IntVar(&c.Executor.Core, "core", c.Executor.Core, "executor core pool size")
 	fs.IntVar(&c.Executor.Max, "max", c.Executor.Max, "executor max pool size")
 	fs.IntVar(&c.Executor.Queue, "queue", c.Executor.Queue, "executor queue capacity")
+	fs.IntVar(&c.ChannelsPerPeer, "channels", c.ChannelsPerPeer, "gRPC connections per peer (0: each seed draws 1-4)")
 	fs.IntVar(&c.PCTDepth, "pct-depth", c.PCTDepth, "priority changes of the pct scheduler")
 	fs.IntVar(&f.bound, "bound", 2, "exhaustive scheduler: most preemptions per schedule")
 	fs.IntVar(&f.limit, "max-schedules", 100000, "exhaustive scheduler: stop after this many schedules")
 	fs.BoolVar(&f.faults, "faults", true, "inject faults (swarm: each seed draws its own mix)")
+	fs.BoolVar(&c.Calm, "calm", false, "the mode-equivalence variant: membership still once traffic starts, no faults")
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
 	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
 	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
@@ -77,7 +79,7 @@ func (f *runFlags) parse(args []string) error {
 	f.cfg.Seed = seed
 	f.cfg.Mode = system.Mode(f.mode)
 	f.cfg.Scheduler = f.scheduler
-	if !f.faults {
+	if !f.faults || f.cfg.Calm {
 		f.cfg.Bounds = sim.NoFaults()
 	}
 	f.cfg.KeepTrace = f.trace != ""
@@ -130,10 +132,17 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk [flags]; -h lists the flags\n", name)
 		return exitUsage
 	}
-	report := func(res *sim.Result) int {
+	// rerun: a failed run that did not keep its whole trace runs again
+	// keeping it (the banner shows the lines around the evidence); not from
+	// inside a bubble (OnLeftovers).
+	report := func(res *sim.Result, rerun bool) int {
 		summary(stdout, res)
 		if res.Failed() {
-			fmt.Fprint(stdout, Banner(res, replayCommand(f)))
+			shown := res
+			if rerun {
+				shown = sim.WholeTrace(nil, res)
+			}
+			fmt.Fprint(stdout, Banner(shown, replayCommand(f)))
 		}
 		fmt.Fprintf(stdout, "trace-hash: %s\n", res.TraceHash)
 		if res.Failed() {
@@ -143,7 +152,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 	}
 	// Goroutines left after teardown make synctest abort the process with
 	// a dump of every goroutine: report readably and exit first.
-	f.cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res)) }
+	f.cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res, false)) }
 	var res *sim.Result
 	if f.cfg.Scheduler == "exhaustive" {
 		var n int
@@ -158,20 +167,21 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
 		}
 	}
-	return report(res)
+	return report(res, true)
 }
 
 func summary(w io.Writer, r *sim.Result) {
 	c := r.Config
-	fmt.Fprintf(w, "relaysim run seed=%s mode=%s scheduler=%s nodes=%d users=%d rooms=%d\n", c.Seed, c.Mode, c.Scheduler, c.Nodes, c.Users, c.Rooms)
+	fmt.Fprintf(w, "relaysim run seed=%s mode=%s scheduler=%s nodes=%d users=%d rooms=%d channels=%d\n", c.Seed, c.Mode, c.Scheduler, c.Nodes, c.Users, c.Rooms, r.Channels)
 	fmt.Fprintf(w, "faults:      %s (%d injected)\n", r.Mix, r.Stats.FaultsInjected)
-	fmt.Fprintf(w, "messages:    %d sent, %d acked; %d deliveries; %d relays (%d failed)\n", r.Stats.Sends, r.Stats.SendsOK, r.Stats.Deliveries, r.Stats.Relays, r.Stats.RelayErrors)
+	fmt.Fprintf(w, "messages:    %d sent, %d acked; %d deliveries (%d live, %d from the log); %d relays (%d failed)\n",
+		r.Stats.Sends, r.Stats.SendsOK, r.Stats.Deliveries, r.Live, r.FromLog, r.Stats.Relays, r.Stats.RelayErrors)
 	speed := 0.0
 	if r.Wall > 0 {
 		speed = r.Virtual.Seconds() / r.Wall.Seconds()
 	}
-	fmt.Fprintf(w, "time:        %s virtual, %s wall, %.0fx real time, %d scheduled ops (%.0f/s)\n",
-		r.Virtual.Round(time.Millisecond), r.Wall.Round(time.Millisecond), speed, r.Steps, float64(r.Steps)/r.Wall.Seconds())
+	fmt.Fprintf(w, "time:        %s virtual, %s wall, %s real time, %d scheduled ops (%.0f/s)\n",
+		r.Virtual.Round(time.Millisecond), r.Wall.Round(time.Millisecond), ratio(speed), r.Steps, float64(r.Steps)/r.Wall.Seconds())
 	peaks := make([]string, len(r.Peaks))
 	for i, p := range r.Peaks {
 		peaks[i] = fmt.Sprintf("n%d=%d", i+1, p)
@@ -189,6 +199,18 @@ func summary(w io.Writer, r *sim.Result) {
 	}
 }
 
+// ratio renders a speed-up with two significant digits below 10x (a run
+// slower than real time shows as 0.49x, not 0x) and whole above.
+func ratio(x float64) string {
+	switch {
+	case x < 1:
+		return fmt.Sprintf("%.2fx", x)
+	case x < 10:
+		return fmt.Sprintf("%.1fx", x)
+	}
+	return fmt.Sprintf("%.0fx", x)
+}
+
 // replayCommand is the one command that replays this run.
 func replayCommand(f *runFlags) string {
 	var parts []string
@@ -197,7 +219,11 @@ func replayCommand(f *runFlags) string {
 			parts = append(parts, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 		}
 	})
-	cmd := fmt.Sprintf("go run ./cmd/relaysim replay -seed %s -mode %s", f.cfg.Seed, f.cfg.Mode)
+	overlay := ""
+	if o := os.Getenv("RELAYSIM_OVERLAY"); o != "" {
+		overlay = " -overlay=" + o
+	}
+	cmd := fmt.Sprintf("go run%s ./cmd/relaysim replay -seed %s -mode %s", overlay, f.cfg.Seed, f.cfg.Mode)
 	if len(parts) > 0 {
 		cmd += " " + strings.Join(parts, " ")
 	}

@@ -34,6 +34,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	seeds := f.fs.String("seeds", "1-100", "seed range A-B (inclusive; hex or decimal)")
 	jobs := f.fs.Int("j", runtime.NumCPU(), "runs in parallel (processes)")
 	shard := f.fs.String("shard", "1/1", "run only shard i of n (i/n), to split a sweep across machines")
+	equiv := f.fs.Bool("equiv", true, "also run each seed's calm variant in every mode and compare deliveries (mode equivalence)")
 	f.fs.Lookup("mode").Usage = "relay mode: single, bulk or both"
 	modeBoth := false
 	err := func() error {
@@ -69,6 +70,9 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		for _, m := range modes {
 			all = append(all, &sweepJob{seed: s, mode: m})
 		}
+		if *equiv {
+			all = append(all, &sweepJob{seed: s, mode: equivMode})
+		}
 	}
 	extra := passThrough(f.fs)
 	runSweep(all, *jobs, extra, stderr)
@@ -76,8 +80,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	for _, j := range all {
 		if !j.ok {
 			failed++
-			fmt.Fprintf(stdout, "FAIL seed=%s mode=%s trace-hash=%s\n  replay: go run ./cmd/relaysim replay -seed %s -mode %s%s -trace trace.txt\n",
-				j.seed, j.mode, j.hash, j.seed, j.mode, joinArgs(extra))
+			fmt.Fprintf(stdout, "FAIL seed=%s mode=%s trace-hash=%s\n  replay: %s\n", j.seed, j.mode, j.hash, j.replay(extra))
 			if line := lastViolation(j.out); line != "" {
 				fmt.Fprintf(stdout, "  %s\n", line)
 			}
@@ -126,8 +129,27 @@ func runSweep(all []*sweepJob, n int, extra []string, stderr io.Writer) {
 	wg.Wait()
 }
 
+// equivMode names a sweep job that runs the seed's mode-equivalence check.
+const equivMode = "equiv"
+
+func (j *sweepJob) args() []string {
+	if j.mode == equivMode {
+		return []string{"equiv", "-seed", j.seed.String()}
+	}
+	return []string{"run", "-seed", j.seed.String(), "-mode", j.mode}
+}
+
+// replay is the command that runs the job again on its own.
+func (j *sweepJob) replay(extra []string) string {
+	cmd := "go run ./cmd/relaysim " + strings.Join(j.args(), " ") + joinArgs(extra)
+	if j.mode == equivMode {
+		return cmd
+	}
+	return strings.Replace(cmd, "relaysim run ", "relaysim replay ", 1) + " -trace trace.txt"
+}
+
 func runJob(self string, j *sweepJob, extra []string) {
-	args := append([]string{"run", "-seed", j.seed.String(), "-mode", j.mode}, extra...)
+	args := append(j.args(), extra...)
 	var out bytes.Buffer
 	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -137,6 +159,9 @@ func runJob(self string, j *sweepJob, extra []string) {
 	sc := bufio.NewScanner(strings.NewReader(j.out))
 	for sc.Scan() {
 		if h, ok := strings.CutPrefix(sc.Text(), "trace-hash: "); ok {
+			j.hash = h
+		}
+		if h, ok := strings.CutPrefix(sc.Text(), "equiv-hashes: "); ok {
 			j.hash = h
 		}
 	}
@@ -192,7 +217,7 @@ func sweepSeeds(spec, shard string) ([]sim.Seed, error) {
 
 // passThrough returns the run flags the user set, for the child runs.
 func passThrough(fs *flag.FlagSet) []string {
-	skip := map[string]bool{"seeds": true, "j": true, "shard": true, "mode": true, "seed": true, "trace": true}
+	skip := map[string]bool{"seeds": true, "j": true, "shard": true, "mode": true, "seed": true, "trace": true, "equiv": true}
 	var out []string
 	fs.Visit(func(fl *flag.Flag) {
 		if !skip[fl.Name] {

@@ -1,0 +1,123 @@
+package model
+
+import "fmt"
+
+// CheckTimely is timely live delivery: relays are an optimisation, and the
+// periodic catch-up from the room log would hide a relay path that never
+// works; so while no fault touches a message's path, every member connected
+// through it must receive the message within h.LiveBound of the send's
+// invocation. A member qualifies when its windows (from its acks) certainly
+// hold the seq and its client had a stream open from LiveBound before the
+// send was invoked until the deadline; the path is untouched when no timed
+// fault (extended by its kind's recovery time) touched the sender's node,
+// the member's node, Redis or the member in that stretch (a crash, pause or
+// partition of any node counts: relays to it hold the workers of every
+// sender), and no per-operation fault hit an operation of the message. A delivery from the
+// log within the bound counts: a live push of a later seq fills the gap
+// before it (relays of consecutive messages may overtake each other), and a
+// catch-up lands inside the bound only by coincidence; a broken relay path
+// shows as deliveries that wait for the next message or the next catch-up.
+func CheckTimely(h *History) []Violation {
+	if h.LiveBound <= 0 {
+		return nil
+	}
+	return newJudge(h).timely()
+}
+
+func (j *judge) timely() []Violation {
+	first := firstDeliveries(j.h.Events)
+	conns := streams(j.h.Events)
+	var out []Violation
+	for _, send := range j.h.Events {
+		// A send the client had to retry met a fault on its own way in.
+		if send.Kind != KindSend || !send.OK || send.Duplicate || send.Seq == 0 || send.Tries > 1 {
+			continue
+		}
+		if _, hit := j.opFaults()[msgKey(send.Room, send.Seq)]; hit {
+			continue
+		}
+		for _, user := range sortedKeys(j.members[send.Room]) {
+			if v, bad := j.judgeLive(send, user, conns[user], first); bad {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+func (j *judge) judgeLive(send Event, user string, ss []span, first map[userRoomSeq]Event) (Violation, bool) {
+	bound := j.h.LiveBound
+	if !j.membership(send.Room, user).owes(send.Seq) {
+		return Violation{}, false
+	}
+	deadline := instant{send.Invoked + bound, 1 << 62}
+	s, ok := connectedThrough(ss, instant{send.Invoked - bound, 0}, deadline)
+	if !ok {
+		return Violation{}, false
+	}
+	if _, hit := timedFault(j.h, send.Invoked-bound, deadline.t, func(f Fault) bool {
+		// A node that is down, paused or cut off holds the workers of every
+		// node relaying to it (timeouts, retries), and tasks queue behind
+		// them: a timed node fault anywhere touches every path.
+		return f.Redis || f.User == user || (!f.Op && len(f.Nodes) > 0) || f.touchesNode(send.Node) || f.touchesNode(s.node)
+	}); hit {
+		return Violation{}, false
+	}
+	d, got := first[userRoomSeq{user, send.Room, send.Seq}]
+	if got && d.Time <= deadline.t {
+		return Violation{}, false
+	}
+	v := Violation{Property: PropTimely, User: user, Room: send.Room, Node: s.node, Seq: send.Seq, TraceLines: lines(send.TraceLine)}
+	late := "never delivered"
+	if got {
+		late = fmt.Sprintf("delivered %v after the send was invoked%s", d.Time-send.Invoked, map[bool]string{true: " (from the log)"}[d.FromLog])
+		v.TraceLines = lines(send.TraceLine, d.TraceLine)
+	}
+	v.Detail = fmt.Sprintf("connected on %s with no fault on the path from %s, but %s; bound %v", s.node, send.Node, late, bound)
+	return v, true
+}
+
+func firstDeliveries(events []Event) map[userRoomSeq]Event {
+	out := map[userRoomSeq]Event{}
+	for _, ev := range events {
+		if ev.Kind != KindDeliver {
+			continue
+		}
+		k := userRoomSeq{ev.User, ev.Room, ev.Seq}
+		if _, seen := out[k]; !seen {
+			out[k] = ev
+		}
+	}
+	return out
+}
+
+// DeliveryCounts returns how many deliveries came live and how many from the
+// room log.
+func DeliveryCounts(h *History) (live, fromLog int) {
+	for _, ev := range h.Events {
+		if ev.Kind == KindDeliver {
+			if ev.FromLog {
+				fromLog++
+			} else {
+				live++
+			}
+		}
+	}
+	return live, fromLog
+}
+
+// CheckNoPanics reports every executor task that panicked (the node
+// recovered it and carried on, which is how the bug would hide).
+func CheckNoPanics(h *History) []Violation {
+	var out []Violation
+	for _, ev := range h.Events {
+		if ev.Kind == KindPanic {
+			out = append(out, Violation{
+				Property: PropPanics, Node: ev.Node,
+				Detail:     fmt.Sprintf("at t=%v a task panicked: %s", ev.Time, ev.Err),
+				TraceLines: lines(ev.TraceLine),
+			})
+		}
+	}
+	return out
+}

@@ -1,0 +1,117 @@
+package model
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// liveRoom: u1 and u2 are members of r1 from seq 1; u1 is connected to n1
+// and u2 to n2 from t=1ms; u1 sends seq 1 on n1 at t=1s (acked 1.002s).
+func liveRoom(extra ...Event) *History {
+	conn := func(user, node string, line int) Event {
+		return Event{Kind: KindConnect, User: user, Node: node, OK: true, Time: ms, TraceLine: line}
+	}
+	send := sendCall("u1", 1, "a", 1000, 1002)
+	events := append([]Event{conn("u1", "n1", 1), conn("u2", "n2", 2), send}, extra...)
+	return &History{
+		Events:    withWindows("r1", map[string][]Window{"u1": open, "u2": open}, events...),
+		Final:     Final{Logs: map[string][]LogEntry{"r1": logOf("a")}},
+		LiveBound: 100 * ms,
+		Recovery:  map[string]time.Duration{"": 5 * time.Second},
+	}
+}
+
+func at(e Event, msAt int) Event {
+	e.Time, e.TraceLine = time.Duration(msAt)*ms, msAt
+	return e
+}
+
+func TestCheckTimely(t *testing.T) {
+	u1 := at(dlv(0, "u1", "r1", 1, "a"), 1003)
+	u2 := at(dlv(0, "u2", "r1", 1, "a"), 1020)
+	late := at(dlv(0, "u2", "r1", 1, "a"), 4000)
+	fromLog := u2
+	fromLog.FromLog = true
+	tests := []struct {
+		name   string
+		h      *History
+		detail string
+	}{
+		{"both live within the bound", liveRoom(u1, u2), ""},
+		{"from the log within the bound (a gap fill)", liveRoom(u1, fromLog), ""},
+		{"a remote member waits for the catch-up", liveRoom(u1, late),
+			"connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},
+		{"never delivered", liveRoom(u1),
+			"connected on n2 with no fault on the path from n1, but never delivered; bound 100ms"},
+		{"a crash of the member's node excuses it", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: 200 * ms, To: 900 * ms, Kind: "crash", Nodes: []string{"n2"}}}
+			return h
+		}(), ""},
+		{"a fault that ended long before does not", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: 0, To: 0, Kind: "pause", Nodes: []string{"n2"}}}
+			h.Recovery = map[string]time.Duration{"": 500 * ms}
+			return h
+		}(), "connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},
+		{"a per-operation fault on the message excuses it", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: time.Second, To: time.Second, Kind: "drop-request", Op: true, Nodes: []string{"n1", "n2"}, Msg: "r1#1"}}
+			return h
+		}(), ""},
+		{"a crash of a third node excuses it too (relays to it hold workers)", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: time.Second, To: 2 * time.Second, Kind: "crash", Nodes: []string{"n3"}}}
+			return h
+		}(), ""},
+		{"another user's vanish does not excuse it", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: time.Second, To: time.Second, Kind: "vanish", User: "u7"}}
+			return h
+		}(), "connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},
+		{"a per-operation fault on a link of other nodes does not excuse it", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: time.Second, To: time.Second, Kind: "drop-request", Op: true, Nodes: []string{"n3", "n4"}, Msg: "r9#1"}}
+			return h
+		}(), "connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},
+		{"a member who connected just before is not judged", func() *History {
+			h := liveRoom(u1)
+			h.Events[3].Time = 950 * ms // u2's connect
+			return h
+		}(), ""},
+		{"unchecked without a bound", func() *History {
+			h := liveRoom(u1)
+			h.LiveBound = 0
+			return h
+		}(), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CheckTimely(tt.h)
+			if tt.detail == "" {
+				assert.Empty(t, got)
+				return
+			}
+			require.Len(t, got, 1)
+			assert.Equal(t, PropTimely, got[0].Property)
+			assert.Equal(t, "u2", got[0].User)
+			assert.Equal(t, tt.detail, got[0].Detail)
+		})
+	}
+}
+
+func TestCheckNoPanics(t *testing.T) {
+	h := &History{Events: []Event{{Kind: KindPanic, Node: "n2", Time: time.Second, Err: "deliver r1#3 u2: assignment to entry in nil map", TraceLine: 40}}}
+	got := CheckNoPanics(h)
+	require.Len(t, got, 1)
+	assert.Equal(t, "no-task-panics: node n2: at t=1s a task panicked: deliver r1#3 u2: assignment to entry in nil map (trace line 40)", got[0].String())
+}
+
+func TestDeliveryCounts(t *testing.T) {
+	live, log := DeliveryCounts(liveRoom(dlv(1, "u1", "r1", 1, "a"), Event{Kind: KindDeliver, FromLog: true}))
+	assert.Equal(t, 1, live)
+	assert.Equal(t, 1, log)
+}

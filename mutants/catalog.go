@@ -1,0 +1,228 @@
+package mutants
+
+import (
+	"embed"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"golang.org/x/tools/txtar"
+
+	"github.com/relaysim/relaysim/model"
+)
+
+// The catalog is embedded so that the command, the tests and CI read the
+// same files without caring about the working directory.
+//
+//go:embed catalog/*.txtar
+var catalogFS embed.FS
+
+// Mutant is one catalogued bug: an exact snippet of a file of system/ and
+// its replacement, with the property that must catch it.
+type Mutant struct {
+	Name     string
+	Story    string // one line: what a developer got wrong
+	File     string // relative to the module root
+	Property string // what must fail: a property of model/ or a pseudo-property
+	Suite    string // sweep, rapid or test:<pkg>:<regexp>
+	Modes    []string
+	Args     []string // extra flags for the suite's command
+	Find     string   // must occur exactly once in File
+	Replace  string
+}
+
+// Suites a mutant can name.
+const (
+	SuiteSweep = "sweep"
+	SuiteRapid = "rapid"
+	testPrefix = "test:"
+)
+
+// Properties are the names the oracle prints in "violated: <name>: ..."
+// lines. The last three are checked on the integrator's branch: mutants
+// naming them are caught only once it is merged.
+var Properties = []string{
+	model.PropNoLoss, model.PropExactlyOnce, model.PropOrdering, model.PropNoStray,
+	model.PropStreamLeak, model.PropGoroutineLeak, model.PropWorkers, model.PropModeEquivalence,
+	"membership-windows", "timely-live-delivery", "no-task-panics",
+}
+
+// pseudo are the failures a test suite shows without a violation line,
+// with the text that proves them: a determinism failure is a trace that
+// replayed differently.
+var pseudo = map[string]string{
+	"determinism": "replayed differently",
+}
+
+// Catalog loads and validates every embedded mutant, sorted by name.
+func Catalog() ([]*Mutant, error) {
+	files, err := catalogFS.ReadDir("catalog")
+	if err != nil {
+		return nil, err
+	}
+	var out []*Mutant
+	seen := map[string]bool{}
+	for _, f := range files {
+		data, err := catalogFS.ReadFile("catalog/" + f.Name())
+		if err != nil {
+			return nil, err
+		}
+		m, err := Parse(f.Name(), data)
+		if err != nil {
+			return nil, err
+		}
+		if seen[m.Name] {
+			return nil, fmt.Errorf("%s: duplicate mutant name %q", f.Name(), m.Name)
+		}
+		seen[m.Name] = true
+		out = append(out, m)
+	}
+	slices.SortFunc(out, func(a, b *Mutant) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Parse reads one catalog file. Its name must be the mutant's name plus
+// ".txtar", so that a mutant is found by name on disk.
+func Parse(filename string, data []byte) (*Mutant, error) {
+	ar := txtar.Parse(data)
+	m := &Mutant{}
+	if err := m.header(string(ar.Comment)); err != nil {
+		return nil, fmt.Errorf("%s: %w", filename, err)
+	}
+	if err := m.sections(ar.Files); err != nil {
+		return nil, fmt.Errorf("%s: %w", filename, err)
+	}
+	if err := m.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", filename, err)
+	}
+	if want := m.Name + ".txtar"; path.Base(filename) != want {
+		return nil, fmt.Errorf("%s: mutant %q must live in %s", filename, m.Name, want)
+	}
+	return m, nil
+}
+
+// header reads the "key: value" lines before the first section.
+func (m *Mutant) header(comment string) error {
+	fields := map[string]*string{
+		"name": &m.Name, "story": &m.Story, "file": &m.File,
+		"property": &m.Property, "suite": &m.Suite,
+	}
+	for _, line := range strings.Split(comment, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			return fmt.Errorf("header line %q is not key: value", line)
+		}
+		key, val = strings.TrimSpace(key), strings.TrimSpace(val)
+		switch {
+		case fields[key] != nil:
+			*fields[key] = val
+		case key == "modes":
+			m.Modes = strings.Fields(val)
+		case key == "args":
+			m.Args = strings.Fields(val)
+		default:
+			return fmt.Errorf("unknown header key %q", key)
+		}
+	}
+	if m.Suite == "" {
+		m.Suite = SuiteSweep
+	}
+	return nil
+}
+
+// sections reads "-- find --" and "-- replace --". txtar ends every
+// section with a newline; the snippet is the text before it, so a snippet
+// may stop mid-line.
+func (m *Mutant) sections(files []txtar.File) error {
+	got := map[string]bool{}
+	for _, f := range files {
+		text := strings.TrimSuffix(string(f.Data), "\n")
+		switch f.Name {
+		case "find":
+			m.Find = text
+		case "replace":
+			m.Replace = text
+		default:
+			return fmt.Errorf("unknown section %q (want find and replace)", f.Name)
+		}
+		if got[f.Name] {
+			return fmt.Errorf("section %q twice", f.Name)
+		}
+		got[f.Name] = true
+	}
+	if !got["find"] || !got["replace"] {
+		return fmt.Errorf("want sections find and replace")
+	}
+	return nil
+}
+
+// validate checks the fields that do not need the source tree.
+func (m *Mutant) validate() error {
+	switch {
+	case m.Name == "" || m.Story == "" || m.File == "" || m.Property == "":
+		return fmt.Errorf("name, story, file and property are required")
+	case m.Find == "":
+		return fmt.Errorf("empty find snippet")
+	case m.Find == m.Replace:
+		return fmt.Errorf("replace equals find: not a mutant")
+	case !strings.HasPrefix(m.File, "system/"):
+		return fmt.Errorf("file %s: mutants change the relay (system/), never the oracle", m.File)
+	}
+	for _, mode := range m.Modes {
+		if mode != "single" && mode != "bulk" {
+			return fmt.Errorf("unknown mode %q", mode)
+		}
+	}
+	return m.validateSuite()
+}
+
+func (m *Mutant) validateSuite() error {
+	_, isPseudo := pseudo[m.Property]
+	switch {
+	case m.Suite == SuiteSweep || m.Suite == SuiteRapid:
+		if !slices.Contains(Properties, m.Property) {
+			return fmt.Errorf("unknown property %q", m.Property)
+		}
+		return nil
+	case strings.HasPrefix(m.Suite, testPrefix):
+		if _, _, ok := m.TestTarget(); !ok {
+			return fmt.Errorf("suite %q: want test:<pkg>:<regexp>", m.Suite)
+		}
+		if !isPseudo && !slices.Contains(Properties, m.Property) {
+			return fmt.Errorf("unknown property %q", m.Property)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown suite %q (want sweep, rapid or test:<pkg>:<regexp>)", m.Suite)
+}
+
+// TestTarget splits a test:<pkg>:<regexp> suite.
+func (m *Mutant) TestTarget() (pkg, run string, ok bool) {
+	rest, ok := strings.CutPrefix(m.Suite, testPrefix)
+	if !ok {
+		return "", "", false
+	}
+	pkg, run, ok = strings.Cut(rest, ":")
+	return pkg, run, ok && pkg != "" && run != ""
+}
+
+// RunModes are the relay modes a sweep or rapid suite alternates.
+func (m *Mutant) RunModes() []string {
+	if len(m.Modes) > 0 {
+		return m.Modes
+	}
+	return []string{"single", "bulk"}
+}
+
+// Mutate applies the mutant to the clean source of its file.
+func (m *Mutant) Mutate(src []byte) ([]byte, error) {
+	if n := strings.Count(string(src), m.Find); n != 1 {
+		return nil, fmt.Errorf("mutant %s is stale: its find snippet occurs %d times in %s (want exactly 1)", m.Name, n, m.File)
+	}
+	return []byte(strings.Replace(string(src), m.Find, m.Replace, 1)), nil
+}

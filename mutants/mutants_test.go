@@ -1,0 +1,172 @@
+package mutants
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCatalog checks every catalog file without running anything: it
+// parses, its name matches its file, its snippet occurs exactly once in
+// the clean file, it names a known property and suite, and the mutated
+// file still parses as Go. A stale mutant fails here, in plain go test,
+// not an hour into the catalog run.
+func TestCatalog(t *testing.T) {
+	all, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 20 {
+		t.Errorf("catalog has %d mutants, want at least 20", len(all))
+	}
+	for _, m := range all {
+		t.Run(m.Name, func(t *testing.T) {
+			if strings.Contains(m.Story, "\n") {
+				t.Errorf("story is more than one line")
+			}
+			src, err := os.ReadFile(filepath.Join("..", filepath.FromSlash(m.File)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			mutated, err := m.Mutate(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := parser.ParseFile(token.NewFileSet(), m.File, mutated, parser.SkipObjectResolution); err != nil {
+				t.Errorf("mutated %s does not parse: %v", m.File, err)
+			}
+		})
+	}
+}
+
+// Every property the oracle reports has a mutant that names it.
+func TestCatalogCoversEveryProperty(t *testing.T) {
+	all, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(slices.Clone(Properties), "determinism") {
+		if !slices.ContainsFunc(all, func(m *Mutant) bool { return m.Property == p }) {
+			t.Errorf("no mutant names %s", p)
+		}
+	}
+	for _, mode := range []string{"single", "bulk"} {
+		if !slices.ContainsFunc(all, func(m *Mutant) bool { return slices.Contains(m.RunModes(), mode) }) {
+			t.Errorf("no mutant runs in %s mode", mode)
+		}
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	good := "name: x\nstory: s\nfile: system/a.go\nproperty: no-loss\n-- find --\na\n-- replace --\nb\n"
+	if _, err := Parse("x.txtar", []byte(good)); err != nil {
+		t.Fatalf("good file: %v", err)
+	}
+	bad := map[string]string{
+		"wrong file name":  good,
+		"unknown property": strings.Replace(good, "no-loss", "no-lost", 1),
+		"unknown key":      "colour: red\n" + good,
+		"no replace":       strings.Replace(good, "-- replace --\nb\n", "", 1),
+		"oracle file":      strings.Replace(good, "system/a.go", "model/loss.go", 1),
+		"same snippet":     strings.Replace(good, "\nb\n", "\na\n", 1),
+		"bad suite":        strings.Replace(good, "property", "suite: fuzz\nproperty", 1),
+		"bad test suite":   strings.Replace(good, "property", "suite: test:./sim\nproperty", 1),
+		"pseudo in sweep":  strings.Replace(good, "no-loss", "determinism", 1),
+		"unknown mode":     strings.Replace(good, "property", "modes: both\nproperty", 1),
+	}
+	for why, text := range bad {
+		name := "x.txtar"
+		if why == "wrong file name" {
+			name = "y.txtar"
+		}
+		if _, err := Parse(name, []byte(text)); err == nil {
+			t.Errorf("%s: parsed without error", why)
+		}
+	}
+}
+
+func TestMutateNeedsExactlyOneMatch(t *testing.T) {
+	m := &Mutant{Name: "x", File: "system/a.go", Find: "a++", Replace: "a--"}
+	if _, err := m.Mutate([]byte("a++\na++\n")); err == nil {
+		t.Error("two matches: want an error")
+	}
+	if _, err := m.Mutate([]byte("b++\n")); err == nil {
+		t.Error("no match: want an error")
+	}
+	got, err := m.Mutate([]byte("x\na++\n"))
+	if err != nil || string(got) != "x\na--\n" {
+		t.Errorf("got %q, %v", got, err)
+	}
+}
+
+// The verdict on canned outputs: caught only when the named property
+// fails; everything else is reported as what it is.
+func TestJudge(t *testing.T) {
+	banner := "violated: exactly-once: user u1 room r1 seq 3: delivered 2 times\ntrace-hash: ab\n"
+	cases := []struct {
+		name, prop string
+		o          Outcome
+		want       string
+	}{
+		{"caught", "exactly-once", Outcome{Output: banner, Failed: true}, "caught"},
+		{"caught in a rapid log", "no-loss", Outcome{Output: "    properties_test.go:9: \n        violated: no-loss: room r1: lost\n--- FAIL", Failed: true}, "caught"},
+		{"other property", "no-loss", Outcome{Output: banner, Failed: true}, "other:exactly-once"},
+		{"survived", "no-loss", Outcome{Output: "result: ok\ntrace-hash: ab\n"}, "survived"},
+		{"build error", "no-loss", Outcome{Output: "system/a.go:3:1: syntax error", Failed: true, BuildError: true}, "build-error"},
+		{"panic", "no-loss", Outcome{Output: "panic: runtime error: index out of range\ngoroutine 1", Failed: true}, "crash"},
+		{"bubble deadlock", "no-loss", Outcome{Output: "bubble: deadlock: main bubble goroutine has exited", Failed: true}, "crash"},
+		{"run crashed", "no-loss", Outcome{Output: "FAIL seed=0x1 mode=bulk trace-hash=none (the run crashed)", Failed: true}, "crash"},
+		{"timeout", "no-loss", Outcome{Output: banner, Failed: true, TimedOut: true}, "other:exactly-once"},
+		{"hang", "no-loss", Outcome{Output: "", Failed: true, TimedOut: true}, "crash"},
+		{"passing run: the exit status decides", "exactly-once", Outcome{Output: banner}, "survived"},
+		{"unnamed failure", "no-loss", Outcome{Output: "--- FAIL: TestX\n    x_test.go:3: boom", Failed: true}, "other:unnamed"},
+		{"determinism", "determinism", Outcome{Output: "seed 0x1 mode bulk replayed differently (traces in /tmp)", Failed: true}, "caught"},
+		{"determinism test failing otherwise", "determinism", Outcome{Output: banner, Failed: true}, "other:exactly-once"},
+	}
+	for _, c := range cases {
+		if got := Judge(c.prop, c.o).String(); got != c.want {
+			t.Errorf("%s: got %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestSelect(t *testing.T) {
+	var all []*Mutant
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		all = append(all, &Mutant{Name: n})
+	}
+	names := func(ms []*Mutant) string {
+		var s []string
+		for _, m := range ms {
+			s = append(s, m.Name)
+		}
+		return strings.Join(s, ",")
+	}
+	for _, c := range []struct {
+		only   []string
+		rotate string
+		want   string
+	}{
+		{nil, "", "a,b,c,d,e"},
+		{nil, "1/2", "a,c,e"},
+		{nil, "2/2", "b,d"},
+		{[]string{"d", "b"}, "", "d,b"},
+	} {
+		got, err := Select(all, c.only, c.rotate)
+		if err != nil || names(got) != c.want {
+			t.Errorf("Select(%v, %q) = %s, %v; want %s", c.only, c.rotate, names(got), err, c.want)
+		}
+	}
+	for _, bad := range []string{"0/2", "3/2", "x", "1/0"} {
+		if _, err := Select(all, nil, bad); err == nil {
+			t.Errorf("rotate %q: want an error", bad)
+		}
+	}
+	if _, err := Select(all, []string{"zz"}, ""); err == nil {
+		t.Error("unknown name: want an error")
+	}
+}

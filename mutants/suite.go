@@ -1,0 +1,288 @@
+package mutants
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Options configure a catalog run.
+type Options struct {
+	Root     string        // module root (where go.mod is)
+	Budget   time.Duration // per mutant: how long the suite may look for the bug
+	Progress io.Writer     // progress lines; nil discards them
+	// RunTimeout bounds one run of a suite (one seed, one go test): longer
+	// is a hang, reported as a crash. Zero means 3 minutes.
+	RunTimeout time.Duration
+}
+
+// Result is the report of one mutant.
+type Result struct {
+	Mutant    *Mutant
+	Verdict   Verdict
+	Seconds   float64 // from the start of the build to the verdict
+	Build     float64 // of which building the suite against the mutant
+	Runs      int     // seeds (sweep), rapid seeds of 100 checks each, or test runs
+	Shrunk    string  // rapid: actions in the shrunk case; "-" otherwise
+	Replay    string  // the command that runs the failing case again
+	TraceHash string  // sweep: the failing run's trace hash
+}
+
+// RunOne applies m, builds the suite against it and runs the suite until
+// its first failure or the end of the budget. The budget starts after the
+// build, so that a slow compile on a busy machine does not pass for a
+// mutant that survived.
+func RunOne(ctx context.Context, o Options, m *Mutant) Result {
+	start := time.Now()
+	res := Result{Mutant: m, Shrunk: "-"}
+	overlay, err := Apply(o.Root, m)
+	if err != nil {
+		res.Verdict = Verdict{Kind: Invalid, Evidence: err.Error()}
+		return res
+	}
+	r := &run{o: o, m: m, overlay: overlay, res: &res}
+	if r.build(ctx) {
+		r.deadline = time.Now().Add(o.Budget)
+		res.Build = time.Since(start).Seconds()
+		switch m.Suite {
+		case SuiteSweep:
+			r.sweep(ctx)
+		case SuiteRapid:
+			r.rapid(ctx)
+		default:
+			r.test(ctx)
+		}
+	}
+	res.Seconds = time.Since(start).Seconds()
+	return res
+}
+
+// run is one mutant's search for its first failure.
+type run struct {
+	o        Options
+	m        *Mutant
+	overlay  string
+	res      *Result
+	bin      string // the runner, or the test binary of the suite's package
+	pkg      string // test suites: the package, as go test names it
+	deadline time.Time
+}
+
+// build compiles the runner (sweep) or the suite's test binary against the
+// mutant, once; false means it did not compile (the verdict is set).
+func (r *run) build(ctx context.Context) bool {
+	var args []string
+	switch r.m.Suite {
+	case SuiteSweep:
+		r.bin = filepath.Join(Dir(r.m.Name), "relaysim")
+		args = []string{"build", "-overlay=" + r.overlay, "-o", r.bin, "./cmd/relaysim"}
+	default:
+		r.pkg = "./scenarios"
+		if pkg, _, ok := r.m.TestTarget(); ok {
+			r.pkg = pkg
+		}
+		r.bin = filepath.Join(Dir(r.m.Name), "suite.test")
+		args = []string{"test", "-c", "-overlay=" + r.overlay, "-o", r.bin, r.pkg}
+	}
+	out, err := r.command(ctx, r.o.Root, "go", args...)
+	if err != nil {
+		r.res.Verdict = Judge(r.m.Property, Outcome{Output: out, Failed: true, BuildError: true})
+		return false
+	}
+	return true
+}
+
+// sweep runs seeds 1, 2, 3, ... until a run fails or the budget is spent,
+// as `relaysim sweep` runs them: the runner's default run in each mode,
+// then the seed's calm variant in every mode (`relaysim equiv`: mode
+// equivalence, and the fault-free runs where timely delivery is judged).
+func (r *run) sweep(ctx context.Context) {
+	for seed := uint64(1); ; seed++ {
+		jobs := [][]string{}
+		for _, mode := range r.m.RunModes() {
+			jobs = append(jobs, []string{"run", "-seed", fmt.Sprintf("%#x", seed), "-mode", mode})
+		}
+		jobs = append(jobs, []string{"equiv", "-seed", fmt.Sprintf("%#x", seed)})
+		for _, job := range jobs {
+			oc, cut := r.attempt(ctx, r.o.Root, r.bin, append(job, r.m.Args...)...)
+			if cut || ctx.Err() != nil {
+				r.survived()
+				return
+			}
+			r.res.Runs++
+			if oc.Failed || oc.TimedOut {
+				r.failedRun(oc, job)
+				return
+			}
+		}
+		if seed%10 == 0 {
+			r.progress("%s: seeds 1-%d pass in %s and the calm variant", r.m.Name, seed, strings.Join(r.m.RunModes(), " and "))
+		}
+	}
+}
+
+// failedRun judges a failed sweep run and keeps its replay command.
+func (r *run) failedRun(oc Outcome, job []string) {
+	r.res.Verdict = Judge(r.m.Property, oc)
+	if job[0] == "equiv" {
+		r.res.TraceHash = lastValue(oc.Output, "equiv-hashes: ")
+		r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim equiv %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
+		return
+	}
+	r.res.TraceHash = lastValue(oc.Output, "trace-hash: ")
+	r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim replay %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
+}
+
+// rapid runs the rapid state machine with rapid seeds 1, 2, 3, ... (100
+// checks each), so that a failure replays from its seed alone.
+func (r *run) rapid(ctx context.Context) {
+	for seed := 1; ; seed++ {
+		for _, mode := range r.m.RunModes() {
+			flags := []string{"-run", fmt.Sprintf("TestRelayProperties/%s$", mode), "-rapid.nofailfile", fmt.Sprintf("-rapid.seed=%d", seed)}
+			if r.goTest(ctx, append(flags, r.m.Args...)) {
+				return
+			}
+		}
+		r.progress("%s: rapid seeds 1-%d pass", r.m.Name, seed)
+	}
+}
+
+// test runs one go test once; the budget is its time limit.
+func (r *run) test(ctx context.Context) {
+	_, re, _ := r.m.TestTarget()
+	if !r.goTest(ctx, append([]string{"-run", re}, r.m.Args...)) {
+		r.survived()
+	}
+}
+
+func (r *run) survived() {
+	r.res.Verdict = Verdict{Kind: Survived, Evidence: fmt.Sprintf("%d runs passed in the %v budget", r.res.Runs, r.o.Budget)}
+}
+
+// goTest runs the suite's test binary (in its package directory, as go
+// test does) and reports whether it reached a verdict: a failure, or the
+// end of the budget. The replay command it records is the go test line
+// that builds the same mutant.
+func (r *run) goTest(ctx context.Context, flags []string) bool {
+	args := append([]string{"-test.count=1", "-test.timeout=0"}, binaryFlags(flags)...)
+	oc, cut := r.attempt(ctx, filepath.Join(r.o.Root, r.pkg), r.bin, args...)
+	if cut || ctx.Err() != nil {
+		r.survived()
+		return true
+	}
+	r.res.Runs++
+	if !oc.Failed && !oc.TimedOut {
+		return false
+	}
+	r.res.Verdict = Judge(r.m.Property, oc)
+	r.res.Replay = "go test -overlay=" + r.overlay + " -count=1 " + r.pkg + " " + quoteArgs(flags)
+	if n := strings.Count(oc.Output, "[rapid] draw action: "); n > 0 {
+		r.res.Shrunk = fmt.Sprint(n)
+	}
+	return true
+}
+
+// goTestFlags are go test's flags that a test binary spells -test.NAME.
+var goTestFlags = map[string]bool{"run": true, "short": true, "v": true, "count": true, "timeout": true, "failfast": true, "parallel": true, "cpu": true}
+
+// binaryFlags turns go test flags into the test binary's spelling.
+func binaryFlags(flags []string) []string {
+	out := make([]string, len(flags))
+	for i, f := range flags {
+		name := strings.TrimLeft(f, "-")
+		name, _, _ = strings.Cut(name, "=")
+		if strings.HasPrefix(f, "-") && goTestFlags[name] {
+			f = "-test." + strings.TrimLeft(f, "-")
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// attempt runs one command in the module root under the run time limit.
+// cut reports that the budget, not the run, set the limit that ended it:
+// the mutant survived rather than hung.
+func (r *run) attempt(ctx context.Context, dir, name string, args ...string) (oc Outcome, cut bool) {
+	limit := r.o.RunTimeout
+	if limit == 0 {
+		limit = 3 * time.Minute
+	}
+	left := time.Until(r.deadline)
+	if left <= 0 {
+		return Outcome{}, true
+	}
+	budgetBound := left < limit
+	rctx, cancel := context.WithTimeout(ctx, min(left, limit))
+	defer cancel()
+	out, err := r.command(rctx, dir, name, args...)
+	timedOut := rctx.Err() != nil
+	if timedOut && budgetBound {
+		return Outcome{}, true
+	}
+	return Outcome{Output: out, Failed: err != nil, TimedOut: timedOut}, false
+}
+
+// command runs name with args in dir and returns its combined output.
+func (r *run) command(ctx context.Context, dir, name string, args ...string) (string, error) {
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	// The suite's own banners add the overlay to the replay commands they
+	// print (scenarios.overlayArg), so that those build the mutant too.
+	cmd.Env = append(os.Environ(), "RELAYSIM_OVERLAY="+r.overlay)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) && ctx.Err() == nil {
+		fmt.Fprintf(&out, "\nrelaysim mutants: %s: %v\n", name, err)
+	}
+	return out.String(), err
+}
+
+func (r *run) progress(format string, args ...any) {
+	if r.o.Progress != nil {
+		fmt.Fprintf(r.o.Progress, "mutants: "+format+"\n", args...)
+	}
+}
+
+// lastValue returns what follows prefix on the last line that starts with it.
+func lastValue(out, prefix string) string {
+	v := ""
+	for _, l := range strings.Split(out, "\n") {
+		if s, ok := strings.CutPrefix(l, prefix); ok {
+			v = strings.TrimSpace(s)
+		}
+	}
+	return v
+}
+
+func joinArgs(a []string) string {
+	if len(a) == 0 {
+		return ""
+	}
+	return " " + strings.Join(a, " ")
+}
+
+var shellSafe = regexp.MustCompile(`^[-A-Za-z0-9_=./:,]+$`)
+
+// quoteArgs renders flags for pasting into a POSIX shell.
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if shellSafe.MatchString(a) {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}

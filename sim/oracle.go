@@ -1,0 +1,281 @@
+package sim
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/system"
+)
+
+// This file is what the simulation feeds the oracle besides the clients'
+// view (client.go): the faults it injected, the work it counted at the
+// executor's gates, samples taken from outside the relay, and the room logs
+// decoded with code of its own. Nothing here asks the relay what it did.
+
+// msgRe finds the message ("room#seq") an operation label or gate id names.
+var msgRe = regexp.MustCompile(`(?:^|\s)([^\s#]+#[0-9]+)(?:\s|$)`)
+
+// msgOf returns the "room#seq" an operation id names, or "".
+func msgOf(id string) string {
+	if m := msgRe.FindStringSubmatch(id); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// recordFault adds an injected fault to the history and returns its index
+// (for faults that end later: see endFault).
+func (c *Cluster) recordFault(f model.Fault) int {
+	if c.Trace.Frozen() {
+		return -1
+	}
+	f.TraceLine = c.Trace.Lines()
+	c.hist.Faults = append(c.hist.Faults, f)
+	return len(c.hist.Faults) - 1
+}
+
+// opFault records a fault that hit one operation (a dropped request, a
+// Redis error) of node, naming the message of the operation id.
+func (c *Cluster) opFault(kind, id string, redis bool, nodes ...string) {
+	now := c.Now()
+	c.recordFault(model.Fault{From: now, To: now, Kind: kind, Op: true, Nodes: nodes, Redis: redis, Msg: msgOf(id)})
+}
+
+// endFault closes every open fault of kind that touches node (a crash at
+// the node's restart, a partition at its heal): node "" closes them all.
+func (c *Cluster) endFault(kind, node string) {
+	for i := range c.hist.Faults {
+		f := &c.hist.Faults[i]
+		if f.Kind == kind && f.To < 0 && (node == "" || slicesContains(f.Nodes, node)) {
+			f.To = c.Now()
+		}
+	}
+}
+
+func slicesContains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// taskCounter counts, per message, the executor tasks that passed a node's
+// task gates, and the tasks running on workers (released at the start gate,
+// not yet at the done gate). Only a released goroutine touches it, so its
+// contents do not depend on goroutine scheduling.
+type taskCounter struct {
+	running, peak int
+}
+
+// taskStarted is called by a released task-start gate of node.
+func (c *Cluster) taskStarted(h *nodeHooks, label string, worker bool) {
+	if worker {
+		h.tasks.running++
+		h.tasks.peak = max(h.tasks.peak, h.tasks.running)
+	}
+	if c.Trace.Frozen() {
+		return
+	}
+	msg := msgOf(label)
+	room, seq, ok := splitMsg(msg)
+	if !ok {
+		return
+	}
+	retry := strings.Contains(label, " retry")
+	k := taskKey{h.node, msg, retry}
+	if i, seen := c.taskIdx[k]; seen {
+		c.hist.Tasks[i].Count++
+		return
+	}
+	if c.taskIdx == nil {
+		c.taskIdx = map[taskKey]int{}
+	}
+	c.taskIdx[k] = len(c.hist.Tasks)
+	c.hist.Tasks = append(c.hist.Tasks, model.Tasks{Node: h.node, Room: room, Seq: seq, Retry: retry, Count: 1, First: c.Now(), TraceLine: c.Trace.Lines()})
+}
+
+type taskKey struct {
+	node, msg string
+	retry     bool
+}
+
+func splitMsg(msg string) (string, uint64, bool) {
+	room, s, ok := strings.Cut(msg, "#")
+	if !ok {
+		return "", 0, false
+	}
+	var seq uint64
+	_, err := fmt.Sscan(s, &seq)
+	return room, seq, err == nil
+}
+
+// goroutineCounts counts the run's goroutines per node label (every
+// goroutine a node incarnation starts inherits its label) and, among them,
+// the executor's worker goroutines (a worker's stack holds Executor.work).
+type goroutineCounts struct {
+	total   int
+	node    map[string]int // by incarnation tag
+	workers map[string]int
+}
+
+const workerFrame = "system.(*Executor).work"
+
+func countRun(id string) goroutineCounts {
+	var buf bytes.Buffer
+	out := goroutineCounts{node: map[string]int{}, workers: map[string]int{}}
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
+		return out
+	}
+	want := fmt.Sprintf(`"relaysim":"%s"`, id)
+	text := buf.String()
+	if _, rest, ok := strings.Cut(text, "\n"); ok && strings.HasPrefix(text, "goroutine profile:") {
+		text = rest
+	}
+	for _, rec := range strings.Split(text, "\n\n") {
+		if !strings.Contains(rec, want) {
+			continue
+		}
+		var n int
+		fmt.Sscan(rec, &n)
+		out.total += n
+		tag := labelValue(rec, "node")
+		if tag == "" {
+			continue
+		}
+		out.node[tag] += n
+		if strings.Contains(rec, workerFrame) {
+			out.workers[tag] += n
+		}
+	}
+	return out
+}
+
+// labelValue extracts a pprof label's value from a profile record's
+// "# labels: {...}" line.
+func labelValue(rec, key string) string {
+	_, after, ok := strings.Cut(rec, `"`+key+`":"`)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, `"`)
+	return v
+}
+
+// readLogs reads the logs of rooms straight from miniredis after the run.
+// The entries are decoded here, from the wire format of relay.proto's
+// LogEntry (msg_id = 1, sender = 2), not with the relay's code: the oracle
+// must not trust the decoder of the system it judges.
+func readLogs(m *miniredis.Miniredis, rooms []string) (map[string][]model.LogEntry, error) {
+	out := map[string][]model.LogEntry{}
+	for _, room := range rooms {
+		raw, err := m.List("room:" + room + ":log")
+		if err != nil && err != miniredis.ErrKeyNotFound {
+			return nil, fmt.Errorf("read log of %s: %w", room, err)
+		}
+		entries := make([]model.LogEntry, 0, len(raw))
+		for i, r := range raw {
+			e, err := decodeLogEntry([]byte(r))
+			if err != nil {
+				return nil, fmt.Errorf("read log of %s seq %d: %w", room, i+1, err)
+			}
+			e.Seq = uint64(i + 1)
+			entries = append(entries, e)
+		}
+		out[room] = entries
+	}
+	return out, nil
+}
+
+func decodeLogEntry(b []byte) (model.LogEntry, error) {
+	var e model.LogEntry
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return e, protowire.ParseError(n)
+		}
+		b = b[n:]
+		if typ == protowire.BytesType && (num == 1 || num == 2) {
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return e, protowire.ParseError(n)
+			}
+			if num == 1 {
+				e.MsgID = string(v)
+			} else {
+				e.Sender = string(v)
+			}
+			b = b[n:]
+			continue
+		}
+		n = protowire.ConsumeFieldValue(num, typ, b)
+		if n < 0 {
+			return e, protowire.ParseError(n)
+		}
+		b = b[n:]
+	}
+	return e, nil
+}
+
+// roomsSeen lists the rooms the clients named, sorted.
+func roomsSeen(events []model.Event) []string {
+	seen := map[string]bool{}
+	for _, ev := range events {
+		if ev.Room != "" {
+			seen[ev.Room] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for r := range seen {
+		out = append(out, r)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LiveBound is the time within which a connected member must receive a
+// message no fault touched (model.CheckTimely), derived from the cost
+// model: the longest chain of gated operations on the live path (the
+// send's RPC and Lua script, a route look-up, the relay's RPC out and back
+// in, the task, the session lock, the stream write and the client's
+// receive: liveHops, each at its largest drawn latency), plus the scheduler
+// delaying a few of them (liveDelays x its largest delay), times two.
+func LiveBound(cost CostModel, maxDelay time.Duration) time.Duration {
+	hop := max(cost.NetMin+2*cost.NetMean, cost.RedisMin+2*cost.RedisMean) + cost.TaskCost + cost.SendCost
+	return 2 * (liveHops*hop + liveDelays*maxDelay)
+}
+
+const (
+	liveHops   = 16
+	liveDelays = 4
+)
+
+// Recovery is how long the effects of each timed fault kind may outlast
+// it on the live path: a restarted or healed peer is re-dialled with the
+// connect back-off (at most deterministicConnect's MaxDelay plus
+// MinConnectTimeout) after relays time out and retry (RelayTimeout x
+// RelayAttempts); a flushed route comes back at the next refresh
+// (RouteTTL/3); a vanished client's stale session absorbs pushes until the
+// keep-alive reaps it; a relay whose request or response was lost holds a
+// worker through its timeouts and back-offs ("op").
+func Recovery(cfg system.Config) map[string]time.Duration {
+	relay := time.Duration(cfg.RelayAttempts) * (cfg.RelayTimeout + time.Duration(cfg.RelayAttempts)*cfg.RelayBackoff)
+	reconnect := deterministicConnect.Backoff.MaxDelay + deterministicConnect.MinConnectTimeout + relay
+	return map[string]time.Duration{
+		"":            reconnect,
+		"op":          relay,
+		"route-flush": cfg.RouteTTL/3 + reconnect,
+		"vanish":      cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
+		"slow":        cfg.CatchUpInterval + reconnect,
+	}
+}
