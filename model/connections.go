@@ -3,8 +3,11 @@ package model
 import "time"
 
 // span is one delivery stream of a user as the client saw it: opened on
-// node (connect completed) and ended (disconnect, vanish, or the server
-// ending it), or still open.
+// node (connect completed) and ended, or still open. It ends when the
+// client began to close it (a disconnect's invocation: from then on the
+// node may have let the session go), when it vanished, or, for a stream
+// the server ended, at its start: the client learns of that only after the
+// fact, so nothing in the span is certain.
 type span struct {
 	node     string
 	from, to instant
@@ -22,7 +25,10 @@ func streams(events []Event) map[string][]span {
 			ss := out[ev.User]
 			for i := len(ss) - 1; i >= 0; i-- {
 				if ss[i].open && ss[i].node == ev.Node {
-					ss[i].open, ss[i].to = false, ev.done()
+					ss[i].open, ss[i].to = false, ev.inv()
+					if ev.Err != "" {
+						ss[i].to = ss[i].from
+					}
 					break
 				}
 			}

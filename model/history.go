@@ -223,6 +223,9 @@ type History struct {
 	// KeepAliveBound is the virtual time within which a node must close the
 	// stream of a client that vanished.
 	KeepAliveBound time.Duration
+	// CloseBound is the virtual time within which a node must close the
+	// stream of a client that closed it (0: unchecked).
+	CloseBound time.Duration
 	// LiveBound is the time within which a connected member must receive a
 	// message whose path no fault touched (0: timely delivery unchecked).
 	LiveBound time.Duration

@@ -16,16 +16,32 @@ func CheckStreamLeaks(h *History) []Violation {
 		out = append(out, sampleStreams(s)...)
 	}
 	for i, ev := range h.Events {
-		if ev.Kind == KindDisconnect && ev.Vanish {
-			if closedBefore(ev, h.Events[:i]) {
-				continue
-			}
-			if v, bad := judgeVanish(ev, h.Events[i+1:], h.KeepAliveBound); bad {
-				out = append(out, v)
-			}
+		bound, judged := closeBound(h, ev)
+		if !judged || closedBefore(ev, h.Events[:i]) {
+			continue
+		}
+		if v, bad := judgeVanish(ev, h.Events[i+1:], bound); bad {
+			out = append(out, v)
 		}
 	}
 	return out
+}
+
+// closeBound says whether a disconnect obliges its node to close the
+// stream, and within what: a vanished client within the keep-alive bound,
+// a client that closed its stream itself within h.CloseBound (its cancel
+// reaches the node with the next frame). A stream the server ended is not
+// judged here.
+func closeBound(h *History, ev Event) (time.Duration, bool) {
+	switch {
+	case ev.Kind != KindDisconnect || ev.Err != "":
+		return 0, false
+	case ev.Vanish:
+		return h.KeepAliveBound, true
+	case h.CloseBound > 0:
+		return h.CloseBound, true
+	}
+	return 0, false
 }
 
 func sampleStreams(s Sample) []Violation {
@@ -86,12 +102,12 @@ func judgeVanish(ev Event, after []Event, bound time.Duration) (Violation, bool)
 		if bound <= 0 || c.Time-ev.Time <= bound {
 			return Violation{}, false
 		}
-		v.Detail = fmt.Sprintf("client vanished at t=%v; the node closed its stream at t=%v, %v later (bound %v)",
-			ev.Time, c.Time, c.Time-ev.Time, bound)
+		v.Detail = fmt.Sprintf("client %s at t=%v; the node closed its stream at t=%v, %v later (bound %v)",
+			leftHow(ev), ev.Time, c.Time, c.Time-ev.Time, bound)
 		v.TraceLines = lines(ev.TraceLine, c.TraceLine)
 		return v, true
 	}
-	v.Detail = fmt.Sprintf("client vanished at t=%v; the node never closed its stream", ev.Time)
+	v.Detail = fmt.Sprintf("client %s at t=%v; the node never closed its stream", leftHow(ev), ev.Time)
 	v.TraceLines = lines(ev.TraceLine)
 	return v, true
 }
@@ -108,4 +124,11 @@ func CheckGoroutineLeaks(h *History) []Violation {
 		Detail: fmt.Sprintf("%d goroutine(s) left after teardown: %s",
 			len(left), strings.Join(left, "; ")),
 	}}
+}
+
+func leftHow(ev Event) string {
+	if ev.Vanish {
+		return "vanished"
+	}
+	return "closed its stream"
 }

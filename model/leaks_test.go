@@ -108,3 +108,31 @@ func TestCheckStreamLeaksClosedBeforeVanish(t *testing.T) {
 	require.Len(t, vs, 1)
 	assert.Equal(t, []int{5}, vs[0].TraceLines)
 }
+
+// A client that closes its stream itself must see the node end it at once,
+// not at the next delivery or keep-alive.
+func TestCheckStreamLeaksCleanClose(t *testing.T) {
+	s := time.Second
+	bye := func(line int, at time.Duration) Event {
+		return Event{Kind: KindDisconnect, Time: at, User: "u1", Node: "n1", TraceLine: line}
+	}
+	tests := []struct {
+		name   string
+		events []Event
+		bound  time.Duration
+		want   []Violation
+	}{
+		{"closed promptly", []Event{bye(1, 10*s), closed(2, 10*s+300*time.Millisecond, "u1", "n1")}, s, nil},
+		{"closed only at the next delivery", []Event{bye(1, 10*s), closed(2, 14*s, "u1", "n1")}, s,
+			[]Violation{{Property: PropStreamLeak, User: "u1", Node: "n1", TraceLines: []int{1, 2}}}},
+		{"never closed", []Event{bye(1, 10*s)}, s,
+			[]Violation{{Property: PropStreamLeak, User: "u1", Node: "n1", TraceLines: []int{1}}}},
+		{"unchecked without a bound", []Event{bye(1, 10*s)}, 0, nil},
+		{"a stream the server ended is not judged", []Event{{Kind: KindDisconnect, Time: 10 * s, User: "u1", Node: "n1", Err: "Unavailable", TraceLine: 1}}, s, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assertViolations(t, tt.want, CheckStreamLeaks(&History{Events: tt.events, CloseBound: tt.bound}))
+		})
+	}
+}

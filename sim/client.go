@@ -199,7 +199,7 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 	case ActConnect:
 		cl.connect(a.Node, inv)
 	case ActDisconnect:
-		cl.disconnect()
+		cl.disconnect(inv)
 	case ActVanish:
 		cl.vanish()
 	case ActSlow:
@@ -333,7 +333,7 @@ var deterministicConnect = grpc.ConnectParams{
 // client's cursors, after closing any open stream.
 func (cl *Client) connect(node int, inv invocation) {
 	c := cl.c
-	cl.disconnect()
+	cl.disconnect(inv)
 	cl.mu.Lock()
 	cl.gen++
 	gen := cl.gen
@@ -438,7 +438,7 @@ func (cl *Client) streamEnded(cs *clientStream, err error) {
 const reconnectAfter = time.Second
 
 // disconnect closes the open stream cleanly and waits for its receiver.
-func (cl *Client) disconnect() {
+func (cl *Client) disconnect(inv invocation) {
 	cl.mu.Lock()
 	cs := cl.stream
 	cl.stream = nil
@@ -454,7 +454,8 @@ func (cl *Client) disconnect() {
 	<-cs.recvDone
 	c := cl.c
 	line := c.Trace.Event(c.Now(), cl.user, "disconnect #%d", cs.gen)
-	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line})
+	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line,
+		Invoked: inv.at, InvokedLine: inv.line})
 }
 
 // vanish makes the client stop reading without closing its stream: its

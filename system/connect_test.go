@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -102,5 +103,30 @@ func TestConnectRejectsBadUser(t *testing.T) {
 		})
 		assert.Equal(t, codes.InvalidArgument, status.Code(err))
 		assert.Equal(t, 0, c.node("n1").Metrics().OpenStreams)
+	})
+}
+
+// TestDropRouteOfAnOlderSessionKeepsTheNewer: when a user reconnects to the
+// same node, the old session's close may decide to drop the user's route
+// before the new session registers and run after the new session set it.
+// The route names the session that set it, so the old session removes only
+// its own entry. (Found by timely live delivery on seed 0x9's calm variant:
+// every relay to a user who had reconnected to the same node was skipped
+// until the next route refresh, and only the 5 s catch-up delivered.)
+func TestDropRouteOfAnOlderSessionKeepsTheNewer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ModeBulk, 1)
+		dir := c.node("n1").Directory()
+		ctx := context.Background()
+		require.NoError(t, dir.SetRoute(ctx, "alice", "n1", 4, time.Minute))
+		require.NoError(t, dir.SetRoute(ctx, "alice", "n1", 6, time.Minute))
+		require.NoError(t, dir.DropRoute(ctx, "alice", "n1", 4))
+		route, err := dir.Route(ctx, "alice")
+		require.NoError(t, err)
+		assert.Equal(t, "n1", route, "the older session dropped the newer session's route")
+		require.NoError(t, dir.DropRoute(ctx, "alice", "n1", 6))
+		route, err = dir.Route(ctx, "alice")
+		require.NoError(t, err)
+		assert.Empty(t, route)
 	})
 }

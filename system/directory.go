@@ -298,34 +298,56 @@ func (d *Directory) Log(ctx context.Context, room string, from, to uint64) ([]En
 	return out, nil
 }
 
-// SetRoute points user's routing entry at node.
-func (d *Directory) SetRoute(ctx context.Context, user, node string, ttl time.Duration) error {
-	if err := d.rdb.Set(ctx, keyRoute(user), node, ttl).Err(); err != nil {
+// A routing entry names the node and the session that set it,
+// "node@session": a session that closes removes only its own entry, never
+// the one a newer session of the same user set on the same node in the
+// meantime (a reconnect to the same node). Readers use the node part.
+func routeValue(node string, session uint64) string {
+	return node + "@" + strconv.FormatUint(session, 10)
+}
+
+// routeNode returns the node part of a routing entry.
+func routeNode(v string) string {
+	node, _, _ := strings.Cut(v, "@")
+	return node
+}
+
+// SetRoute points user's routing entry at session on node.
+func (d *Directory) SetRoute(ctx context.Context, user, node string, session uint64, ttl time.Duration) error {
+	if err := d.rdb.Set(ctx, keyRoute(user), routeValue(node, session), ttl).Err(); err != nil {
 		return fmt.Errorf("route %s to %s: %w", user, node, err)
 	}
 	return nil
 }
 
 // refreshRoutesScript re-arms each user's route when it is missing or still
-// names this node; a route another node took over is left alone.
+// names the same session; a route another session took over is left alone.
 var refreshRoutesScript = redis.NewScript(`
 for i = 1, #KEYS do
   local v = redis.call('GET', KEYS[i])
-  if (not v) or v == ARGV[1] then redis.call('SET', KEYS[i], ARGV[1], 'PX', ARGV[2]) end
+  if (not v) or v == ARGV[i + 1] then redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', ARGV[1]) end
 end
 return #KEYS
 `)
 
-// RefreshRoutes re-arms the routes of users connected to node.
-func (d *Directory) RefreshRoutes(ctx context.Context, node string, users []string, ttl time.Duration) error {
-	if len(users) == 0 {
+// RefreshRoutes re-arms the routes of the sessions (user -> session) open
+// on node.
+func (d *Directory) RefreshRoutes(ctx context.Context, node string, sessions map[string]uint64, ttl time.Duration) error {
+	if len(sessions) == 0 {
 		return nil
 	}
+	users := make([]string, 0, len(sessions))
+	for u := range sessions {
+		users = append(users, u)
+	}
+	sort.Strings(users)
 	keys := make([]string, len(users))
+	args := []any{ttl.Milliseconds()}
 	for i, u := range users {
 		keys[i] = keyRoute(u)
+		args = append(args, routeValue(node, sessions[u]))
 	}
-	if err := refreshRoutesScript.Run(ctx, d.rdb, keys, node, ttl.Milliseconds()).Err(); err != nil {
+	if err := refreshRoutesScript.Run(ctx, d.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("refresh %d routes of %s: %w", len(users), node, err)
 	}
 	return nil
@@ -336,9 +358,9 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
-// DropRoute deletes user's route if it still names node.
-func (d *Directory) DropRoute(ctx context.Context, user, node string) error {
-	if err := dropRouteScript.Run(ctx, d.rdb, []string{keyRoute(user)}, node).Err(); err != nil {
+// DropRoute deletes user's route if it still names session on node.
+func (d *Directory) DropRoute(ctx context.Context, user, node string, session uint64) error {
+	if err := dropRouteScript.Run(ctx, d.rdb, []string{keyRoute(user)}, routeValue(node, session)).Err(); err != nil {
 		return fmt.Errorf("drop route of %s: %w", user, err)
 	}
 	return nil
@@ -353,7 +375,7 @@ func (d *Directory) Route(ctx context.Context, user string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("route of %s: %w", user, err)
 	}
-	return s, nil
+	return routeNode(s), nil
 }
 
 // Routes looks up many users' routes with one MGET.
@@ -372,7 +394,7 @@ func (d *Directory) Routes(ctx context.Context, users []string) (map[string]stri
 	out := make(map[string]string, len(users))
 	for i, v := range vals {
 		s, _ := v.(string)
-		out[users[i]] = s
+		out[users[i]] = routeNode(s)
 	}
 	return out, nil
 }

@@ -292,11 +292,11 @@ func (n *Node) refreshLoop(ctx context.Context) {
 		}
 		ctx := WithLabel(ctx, fmt.Sprintf("refresh %s #%d", n.cfg.NodeID, tick))
 		n.hooks.Gate(ctx, Point{Node: n.cfg.NodeID, Kind: PointRefresh, Key: fmt.Sprintf("#%d", tick)})
-		users := make([]string, 0)
+		sessions := map[string]uint64{}
 		for _, s := range n.sessionList() {
-			users = append(users, s.user)
+			sessions[s.user] = s.gen
 		}
-		_ = n.dir.RefreshRoutes(ctx, n.cfg.NodeID, users, n.cfg.RouteTTL)
+		_ = n.dir.RefreshRoutes(ctx, n.cfg.NodeID, sessions, n.cfg.RouteTTL)
 		_ = n.dir.Heartbeat(ctx, NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: n.epoch}, n.cfg.RegistryTTL)
 	}
 }
