@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all test test-race bench proto proto-tools lint run sweep mutants integration
+.PHONY: all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update
 
 all: lint test
 
@@ -50,3 +50,16 @@ mutants:
 ## sweep: the issue's 400-run sweep
 sweep:
 	$(GO) run ./cmd/relaysim sweep -seeds 1-200 -mode both
+
+## report: the seeds' experiments at full length (120 s load + 60 s drain per
+## condition, both modes; tens of minutes on 2 cores), tables and charts in out/
+report:
+	$(GO) run ./cmd/relaysim report all -plot out/
+
+## report-short: the same with 6 s of load and 10 s of drain (a few minutes)
+report-short:
+	$(GO) run ./cmd/relaysim report all -load 6s -drain 10s -messages 5 -plot out/
+
+## golden-update: rewrite golden/testdata (then review the diff)
+golden-update:
+	$(GO) test ./golden -update -count=1

@@ -32,6 +32,8 @@ type ClusterConfig struct {
 	// RunID labels every goroutine of the cluster (pprof label "relaysim"),
 	// so goroutines are counted per run and per node; "" picks one.
 	RunID string
+	// CPU, when set, makes ops contend for node CPUs and Redis (cpu.go).
+	CPU *CPUModel
 }
 
 // Cluster is a relay cluster inside one bubble: nodes over bufconn, one
@@ -100,6 +102,9 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.seeds.cost = cfg.Seed.Derive("cost")
 	cost := cfg.Cost.WithSeed(c.seeds.cost)
 	c.Sched = NewScheduler(cfg.Strategy, c.Trace, cost.Latency)
+	if cfg.CPU != nil {
+		c.Sched.CPU = NewResources(*cfg.CPU)
+	}
 	c.hist.Mode = string(cfg.Mode)
 	c.faults.init(cfg.Mix)
 	c.Redis = miniredis.NewMiniRedis()

@@ -94,7 +94,7 @@ func (h *nodeHooks) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		id := redisOpID(ctx, cmd.Name(), cmd.Args())
-		if err := h.redisGate(id); err != nil {
+		if err := h.redisGate(id, redisUnits(cmd)); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -111,7 +111,7 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			args = cmds[len(cmds)/2].Args()
 		}
 		id := redisOpID(ctx, name, args)
-		if err := h.redisGate(id); err != nil {
+		if err := h.redisGate(id, len(cmds)); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}
@@ -138,11 +138,12 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 	return fmt.Sprintf("%s %s %s", label, name, key)
 }
 
-// redisGate parks a Redis command of the incarnation; afterwards it may
-// fail it (an outage window or a drawn command error).
-func (h *nodeHooks) redisGate(id string) error {
+// redisGate parks a Redis command of the incarnation (units sizes it for
+// the CPU model); afterwards it may fail it (an outage window or a drawn
+// command error).
+func (h *nodeHooks) redisGate(id string, units int) error {
 	c, node := h.c, h.node
-	c.Sched.GateOwned(h, node, KindRedis, id, c.faults.spike(c.Now()))
+	c.Sched.GateSized(h, node, KindRedis, id, c.faults.spike(c.Now()), units)
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
@@ -219,7 +220,7 @@ func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
 // here) and labels the handler's work with the call's identity.
 func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := callID(ctx, info.FullMethod)
-	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, id, 0)
+	h.c.Sched.GateSized(h, h.node, KindRPCRecv, id, 0, recipientsOf(req))
 	return handler(system.WithLabel(ctx, "recv "+id), req)
 }
 
@@ -242,7 +243,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	key := h.node + "|" + id + "|" + attemptOf(ctx)
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
-	c.Sched.GateOwned(h, h.node, KindRPCSend, id+" "+attemptOf(ctx), 0)
+	c.Sched.GateSized(h, h.node, KindRPCSend, id+" "+attemptOf(ctx), 0, recipientsOf(req))
 	fs := c.seeds.faults.Derive("net")
 	k := c.faults.occurrence("net|" + key)
 	on := c.faults.on

@@ -45,6 +45,12 @@ type Config struct {
 	Actions []Action
 	// FixedCost, when set, replaces the seed-drawn cost model.
 	FixedCost *CostModel
+	// CPU, when set, turns on the contended cost model (cpu.go): node CPUs
+	// and Redis as resources, its own link latencies unless FixedCost is
+	// set, and no strategy delays. nil keeps the swarm model.
+	CPU *CPUModel
+	// OnRelease, when set, is told of every op the scheduler releases.
+	OnRelease func(op *Op, now time.Duration)
 	// OnLeftovers, when set, is called inside the bubble with the finished
 	// result when goroutines outlived teardown, before synctest fails the
 	// bubble with its dump.
@@ -123,6 +129,8 @@ type Result struct {
 	// Live and FromLog count the deliveries pushed live and those replayed
 	// or gap-filled from the room log.
 	Live, FromLog int
+	// Busy is the work booked per resource (CPU model only).
+	Busy []ResourceBusy
 	// BubbleErr is set when the bubble itself failed (a deadlock, or
 	// goroutines left behind).
 	BubbleErr error
@@ -155,6 +163,9 @@ func runInBubble(cfg Config, res *Result) {
 	pprof.SetGoroutineLabels(pprof.WithLabels(contextBackground(), pprof.Labels("relaysim", id)))
 	res.Mix = DrawMix(cfg.Seed.Derive("faults"), cfg.Bounds)
 	res.Cost = DrawCost(cfg.Seed.Derive("cost"))
+	if cfg.CPU != nil {
+		res.Cost = cfg.CPU.Links()
+	}
 	res.Channels = cfg.ChannelsPerPeer
 	if res.Channels == 0 {
 		res.Channels = DrawChannels(cfg.Seed.Derive("channels"))
@@ -178,7 +189,7 @@ func runInBubble(cfg Config, res *Result) {
 	c, err := NewCluster(ClusterConfig{
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor,
 		Node: func(nc *system.Config) { nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels },
-		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id,
+		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU,
 	})
 	if err != nil {
 		res.Err = fmt.Errorf("start cluster: %w", err)
@@ -188,6 +199,7 @@ func runInBubble(cfg Config, res *Result) {
 		return
 	}
 	c.Sched.ByArrival, c.Sched.Ungated = cfg.ByArrival, cfg.Ungated
+	c.Sched.OnRelease = cfg.OnRelease
 	c.SetBounds(res.Cost, maxDelayOf(strategy))
 
 	for _, a := range wl.Actions {
@@ -244,6 +256,9 @@ func (res *Result) finish(c *Cluster, id string) {
 	}
 	res.Virtual = c.Now()
 	res.Steps, res.Delays = c.Sched.Steps, c.Sched.Delays
+	if c.Sched.CPU != nil {
+		res.Busy = c.Sched.CPU.Busy()
+	}
 	res.Peaks = c.Peaks()
 	res.Stats = c.Stats
 	for _, k := range c.Sched.Collisions {
@@ -346,6 +361,9 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 		t.Header("fault at %s: %s", FormatTime(f.At), f)
 	}
 	t.Header("cost %s", res.Cost)
+	if cfg.CPU != nil {
+		t.Header("cpu %s", cfg.CPU)
+	}
 }
 
 // DrawChannels draws a seed's gRPC connections per peer, 1 to 4.

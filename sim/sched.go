@@ -19,11 +19,15 @@ type Op struct {
 	// ReadyAt is the virtual time from which the op may be released (its
 	// latency, any fault delay, a node pause).
 	ReadyAt time.Duration
+	// Units sizes the op for the CPU model (recipients of a relay, keys of
+	// a Redis command); 0 means 1. It is not part of the key or the trace.
+	Units int
 	// owner is who the op belongs to (a node incarnation's hooks; nil for
 	// clients and the fault injector): Hold stops every op of an owner.
 	owner   any
 	arrival uint64
 	delayed bool
+	booked  bool // the CPU model booked a resource until ReadyAt
 	release chan struct{}
 }
 
@@ -59,6 +63,11 @@ type Scheduler struct {
 	// ops ordered by arrival instead of key, or gates switched off.
 	ByArrival bool
 	Ungated   bool
+	// CPU, when set, makes ops cost time on contended resources (cpu.go).
+	CPU *Resources
+	// OnRelease, when set, is told of each released op (driver side, in
+	// release order): the experiments time fan-outs with it.
+	OnRelease func(op *Op, now time.Duration)
 }
 
 // NewScheduler returns a scheduler whose clock starts now (inside the bubble).
@@ -88,6 +97,12 @@ func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
 // incarnation): once the owner is held (Hold), the op parks in the held set
 // and stays there until teardown.
 func (s *Scheduler) GateOwned(owner any, node, kind, id string, extra time.Duration) {
+	s.GateSized(owner, node, kind, id, extra, 0)
+}
+
+// GateSized is GateOwned for an op of a given size (see Op.Units; only
+// the CPU model reads it).
+func (s *Scheduler) GateSized(owner any, node, kind, id string, extra time.Duration, units int) {
 	if s.Ungated {
 		return
 	}
@@ -97,7 +112,7 @@ func (s *Scheduler) GateOwned(owner any, node, kind, id string, extra time.Durat
 		return
 	}
 	key := node + "|" + kind + "|" + id
-	op := &Op{Key: key, Node: node, Kind: kind, ID: id, owner: owner, release: make(chan struct{})}
+	op := &Op{Key: key, Node: node, Kind: kind, ID: id, Units: units, owner: owner, release: make(chan struct{})}
 	if owner != nil && s.heldOwner[owner] {
 		s.held = append(s.held, op)
 		<-s.lock
@@ -202,7 +217,10 @@ func (s *Scheduler) ready(now time.Duration) ([]*Op, time.Duration) {
 func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	i, delay := s.strategy.Pick(ready, now)
 	op := ready[i]
-	if delay > 0 && !op.delayed {
+	if s.CPU != nil && s.CPU.book(s, op, now) {
+		return // re-parked until its booked work is done (cpu.go)
+	}
+	if delay > 0 && !op.delayed && s.CPU == nil {
 		s.lock <- struct{}{}
 		op.ReadyAt, op.delayed = now+delay, true
 		<-s.lock
@@ -216,6 +234,9 @@ func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	<-s.lock
 	s.Steps++
 	s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
+	if s.OnRelease != nil {
+		s.OnRelease(op, now)
+	}
 	close(op.release)
 }
 

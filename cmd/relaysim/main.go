@@ -5,6 +5,7 @@
 //	relaysim replay -seed 0x2a -mode bulk     (same as run; prints the same trace hash)
 //	relaysim equiv -seed 0x2a                 (mode equivalence: the calm variant in every mode)
 //	relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n]
+//	relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]
 //	relaysim mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]
 package main
 
@@ -37,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdEquiv(args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(args[1:], stdout, stderr)
+	case "report":
+		return cmdReport(args[1:], stdout, stderr)
 	case "mutants":
 		return cmdMutants(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
@@ -56,6 +59,7 @@ commands:
   replay  run one seed again (same flags as run; prints the same trace hash)
   equiv   run one seed's calm variant in every relay mode and compare deliveries
   sweep   run many seeds and list the failing ones
+  report  the seeds' experiments on the calibrated cost model: axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR]
   mutants run the bug catalog: each mutant must be caught by its property
 
 Run 'relaysim <command> -h' for the flags of a command.

@@ -22,6 +22,7 @@ type runFlags struct {
 	trace     string
 	cfg       sim.Config
 	faults    bool
+	cost      string
 	bound     int
 	limit     int
 }
@@ -35,6 +36,7 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 	fs.StringVar(&f.mode, "mode", "bulk", "relay mode: single or bulk")
 	fs.StringVar(&f.scheduler, "scheduler", "random", "scheduler: random, pct or exhaustive")
 	fs.StringVar(&f.trace, "trace", "", "write the whole trace to this file")
+	fs.StringVar(&f.cost, "cost", "swarm", "cost model: swarm (per-seed latencies) or calibrated (contended CPUs and Redis, BENCHMARKS.md)")
 	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "relay nodes")
 	fs.IntVar(&c.Users, "users", c.Users, "users")
 	fs.IntVar(&c.Rooms, "rooms", c.Rooms, "rooms")
@@ -81,6 +83,9 @@ func (f *runFlags) parse(args []string) error {
 		f.cfg.Bounds = sim.NoFaults()
 	}
 	f.cfg.KeepTrace = f.trace != ""
+	if f.cfg.CPU, err = sim.CostByName(f.cost); err != nil {
+		return err
+	}
 	return f.cfg.Validate()
 }
 

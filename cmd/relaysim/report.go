@@ -1,0 +1,71 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/relaysim/relaysim/experiments"
+)
+
+// cmdReport runs the seeds' experiments on the calibrated cost model and
+// prints their tables (Markdown, or JSON rows), optionally with charts.
+func cmdReport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON rows instead of Markdown tables")
+	plot := fs.String("plot", "", "write PNG and SVG charts to this directory")
+	o := experiments.Full()
+	fs.DurationVar(&o.Load, "load", o.Load, "load per condition, virtual (the seed: 120s)")
+	fs.DurationVar(&o.Drain, "drain", o.Drain, "drain after the load, virtual (the seed: 60s)")
+	messages := fs.Int("messages", 20, "messages per Scenario 1/2 run")
+	what := "all"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		what, args = args[0], args[1:]
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "relaysim report: unexpected argument %q\nusage: relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]\n", fs.Arg(0))
+		return exitUsage
+	}
+	if isTerminal(os.Stderr) {
+		start := time.Now()
+		o.Progress = func(msg string) { fmt.Fprintf(stderr, "[%5.0fs] %s\n", time.Since(start).Seconds(), msg) }
+	}
+	rep, err := experiments.Run(o, what, *messages, experiments.Scenario2Users)
+	if err != nil {
+		fmt.Fprintf(stderr, "relaysim report: %v\n", err)
+		return exitUsage
+	}
+	if *asJSON {
+		if err := rep.JSONRows(stdout); err != nil {
+			fmt.Fprintf(stderr, "relaysim report: %v\n", err)
+			return exitFail
+		}
+	} else {
+		rep.Markdown(stdout)
+	}
+	if *plot != "" {
+		files, err := experiments.Plot(rep, *plot)
+		if err != nil {
+			fmt.Fprintf(stderr, "relaysim report: charts: %v\n", err)
+			return exitFail
+		}
+		for _, f := range files {
+			fmt.Fprintf(stderr, "wrote %s\n", f)
+		}
+	}
+	return exitOK
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
