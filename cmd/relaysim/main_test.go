@@ -94,8 +94,11 @@ func TestRunPrintsStableTraceHash(t *testing.T) {
 		assert.Equal(t, a, b, "mode %s", mode)
 		assert.NotEqual(t, a, c, "mode %s: seeds 0x2a and 0x2b", mode)
 	}
+	// Two seeds: a run in each mode and the mode-equivalence pair each.
 	last := lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "both", "-j", "2")
-	assert.Equal(t, "seeds: 4 failed: 0", last)
+	assert.Equal(t, "seeds: 6 failed: 0", last)
+	last = lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "bulk", "-equiv=false", "-j", "2")
+	assert.Equal(t, "seeds: 2 failed: 0", last)
 }
 
 // The banner's replay command is one pasteable line: the flags that were
