@@ -187,29 +187,28 @@ func (nw *Network) cutFrom(from string) {
 		nw.dead = map[string]bool{}
 	}
 	nw.dead[from] = true
-	var cs []*simConn
-	for c := range nw.conns {
-		if c.from == from {
-			cs = append(cs, c)
-		}
-	}
 	nw.mu.Unlock()
-	for _, c := range cs {
+	for _, c := range nw.dialledBy(from) {
 		_ = c.Close()
 	}
 }
 
 // vanishFrom black-holes every open connection dialled by from.
 func (nw *Network) vanishFrom(from string) {
+	for _, c := range nw.dialledBy(from) {
+		c.Vanish()
+	}
+}
+
+// dialledBy returns the open connections dialled by from.
+func (nw *Network) dialledBy(from string) []*simConn {
 	nw.mu.Lock()
+	defer nw.mu.Unlock()
 	var cs []*simConn
 	for c := range nw.conns {
 		if c.from == from {
 			cs = append(cs, c)
 		}
 	}
-	nw.mu.Unlock()
-	for _, c := range cs {
-		c.Vanish()
-	}
+	return cs
 }
