@@ -119,6 +119,8 @@ func (c *Cluster) linkNodes(f Fault) []string {
 
 // endPartition ends the open partition over exactly nodes.
 func (c *Cluster) endPartition(nodes []string) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
 	for i := range c.hist.Faults {
 		f := &c.hist.Faults[i]
 		if f.Kind == "partition" && f.To < 0 && strings.Join(f.Nodes, ",") == strings.Join(nodes, ",") {

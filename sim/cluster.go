@@ -7,6 +7,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -63,6 +64,10 @@ type Cluster struct {
 	channels int
 	// taskIdx finds a message's entry in hist.Tasks.
 	taskIdx map[taskKey]int
+	// histMu guards the history's records. Scheduled runs append from one
+	// released goroutine at a time (it is never contended there); the
+	// ungated negative control and teardown append concurrently.
+	histMu sync.Mutex
 }
 
 // Stats counts what a run did.
@@ -334,6 +339,8 @@ func (c *Cluster) poolSizes() (core, maxPool int) {
 // record appends a client-visible event to the history (not after the
 // trace was frozen for teardown).
 func (c *Cluster) record(ev model.Event) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
 	if c.Trace.Frozen() {
 		return
 	}

@@ -35,6 +35,8 @@ func msgOf(id string) string {
 // recordFault adds an injected fault to the history and returns its index
 // (for faults that end later: see endFault).
 func (c *Cluster) recordFault(f model.Fault) int {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
 	if c.Trace.Frozen() {
 		return -1
 	}
@@ -53,6 +55,8 @@ func (c *Cluster) opFault(kind, id string, redis bool, nodes ...string) {
 // endFault closes every open fault of kind that touches node (a crash at
 // the node's restart, a partition at its heal): node "" closes them all.
 func (c *Cluster) endFault(kind, node string) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
 	for i := range c.hist.Faults {
 		f := &c.hist.Faults[i]
 		if f.Kind == kind && f.To < 0 && (node == "" || slicesContains(f.Nodes, node)) {
@@ -84,6 +88,8 @@ func (c *Cluster) taskStarted(h *nodeHooks, label string, worker bool) {
 		h.tasks.running++
 		h.tasks.peak = max(h.tasks.peak, h.tasks.running)
 	}
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
 	if c.Trace.Frozen() {
 		return
 	}
