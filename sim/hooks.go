@@ -34,11 +34,13 @@ var (
 )
 
 func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
-	if p.Kind == system.PointTaskDone {
-		h.tasks.running-- // the worker is done with its task (arrival, not release)
-	}
 	h.c.Sched.GateOwned(h, p.Node, p.Kind, p.Key, 0)
+	// Counted once released: between gates only the released goroutine
+	// touches shared state. A worker parked at its done gate still holds
+	// its task (it takes no other before passing it).
 	switch p.Kind {
+	case system.PointTaskDone:
+		h.c.taskDone(h)
 	case system.PointTask:
 		h.c.taskStarted(h, p.Key, true)
 	case system.PointTaskCaller:

@@ -84,12 +84,12 @@ type taskCounter struct {
 
 // taskStarted is called by a released task-start gate of node.
 func (c *Cluster) taskStarted(h *nodeHooks, label string, worker bool) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
 	if worker {
 		h.tasks.running++
 		h.tasks.peak = max(h.tasks.peak, h.tasks.running)
 	}
-	c.histMu.Lock()
-	defer c.histMu.Unlock()
 	if c.Trace.Frozen() {
 		return
 	}
@@ -109,6 +109,13 @@ func (c *Cluster) taskStarted(h *nodeHooks, label string, worker bool) {
 	}
 	c.taskIdx[k] = len(c.hist.Tasks)
 	c.hist.Tasks = append(c.hist.Tasks, model.Tasks{Node: h.node, Room: room, Seq: seq, Retry: retry, Count: 1, First: c.Now(), TraceLine: c.Trace.Lines()})
+}
+
+// taskDone is called by a released task-done gate of node.
+func (c *Cluster) taskDone(h *nodeHooks) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
+	h.tasks.running--
 }
 
 type taskKey struct {
