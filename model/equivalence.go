@@ -35,10 +35,10 @@ func collectDelivered(h *History) deliveredIDs {
 // invocation-to-completion spans intersect, or a membership call that never
 // completed): there the delivered set may legitimately depend on timing.
 func Unsettled(h *History) map[string]bool {
-	type span struct{ from, to instant }
-	changes, sends := map[string][]span{}, map[string][]span{}
+	type call struct{ from, to instant }
+	changes, sends := map[string][]call{}, map[string][]call{}
 	for _, ev := range h.Events {
-		s := span{ev.inv(), ev.done()}
+		s := call{ev.inv(), ev.done()}
 		switch {
 		case ev.Kind == KindJoin || ev.Kind == KindLeave:
 			if !ev.OK && !definite[ev.Err] {

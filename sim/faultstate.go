@@ -1,17 +1,8 @@
 package sim
 
 import (
-	"fmt"
-	"sort"
 	"sync"
 	"time"
-
-	"github.com/alicebob/miniredis/v2"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/relaysim/relaysim/model"
-	"github.com/relaysim/relaysim/system"
-	"github.com/relaysim/relaysim/system/relaypb"
 )
 
 // faultState is the live side of the fault mix: whether faults are on (off
@@ -77,42 +68,4 @@ func (f *faultState) spike(now time.Duration) time.Duration {
 		}
 	}
 	return d
-}
-
-// readLog reads a room log straight from miniredis (after the run).
-func readLog(m *miniredis.Miniredis, room string) ([]model.LogEntry, error) {
-	raw, err := m.List("room:" + room + ":log")
-	if err != nil && err != miniredis.ErrKeyNotFound {
-		return nil, fmt.Errorf("read log of %s: %w", room, err)
-	}
-	out := make([]model.LogEntry, 0, len(raw))
-	for i, r := range raw {
-		var e relaypb.LogEntry
-		if err := proto.Unmarshal([]byte(r), &e); err != nil {
-			return nil, fmt.Errorf("read log of %s seq %d: %w", room, i+1, err)
-		}
-		out = append(out, model.LogEntry{Seq: uint64(i + 1), MsgID: e.MsgId, Sender: e.Sender})
-	}
-	return out, nil
-}
-
-// readWindows reads every member's windows of a room from miniredis.
-func readWindows(m *miniredis.Miniredis, room string) (map[string][]model.Window, error) {
-	key := "room:" + room + ":win"
-	users, err := m.HKeys(key)
-	if err != nil && err != miniredis.ErrKeyNotFound {
-		return nil, fmt.Errorf("read windows of %s: %w", room, err)
-	}
-	sort.Strings(users)
-	out := map[string][]model.Window{}
-	for _, u := range users {
-		ws, err := system.ParseWindows(m.HGet(key, u))
-		if err != nil {
-			return nil, fmt.Errorf("read windows of %s in %s: %w", u, room, err)
-		}
-		for _, w := range ws {
-			out[u] = append(out[u], model.Window{From: w.From, To: w.To})
-		}
-	}
-	return out, nil
 }
