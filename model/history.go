@@ -228,10 +228,10 @@ type History struct {
 	// (none: every node the latest).
 	Versions []Version
 	Events   []Event
-	Samples []Sample
-	Tasks   []Tasks
-	Faults  []Fault
-	Final   Final
+	Samples  []Sample
+	Tasks    []Tasks
+	Faults   []Fault
+	Final    Final
 	// KeepAliveBound is the virtual time within which a node must close the
 	// stream of a client that vanished.
 	KeepAliveBound time.Duration
