@@ -324,7 +324,7 @@ func (l *link) giveUp(err error, failures int) bool {
 	case code == codes.FailedPrecondition || errors.Is(err, ErrUnknownNode):
 		n.peers.forget(l.p.server, l.p.epoch)
 	case code == codes.Unavailable:
-		n.peers.refresh(n.ctx, l.p.server, l.p.epoch)
+		n.peers.refresh(WithLabel(n.ctx, fmt.Sprintf("stream %s ->%s refresh", l.name, l.p.server)), l.p.server, l.p.epoch)
 	}
 	if l.isClosed() {
 		return true // the writer hands over and exits at its next turn
