@@ -317,6 +317,7 @@ func (c *Cluster) clientConn(node, tag string) *grpc.ClientConn {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(c.Net.Dialer(tag)),
 		grpc.WithConnectParams(deterministicConnect),
+		grpc.WithReadBufferSize(grpcReadBuffer),
 	)
 	if err != nil {
 		panic(fmt.Sprintf("grpc.NewClient(%s): %v", node, err)) // only fails on malformed options

@@ -187,13 +187,14 @@ const (
 func (h *nodeHooks) serverOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.StatsHandler(&h.streams),
+		grpc.ReadBufferSize(grpcReadBuffer),
 		grpc.ChainUnaryInterceptor(h.serverUnary),
 		grpc.ChainStreamInterceptor(h.serverStream),
 	}
 }
 
 func (h *nodeHooks) dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(h.peerUnary), grpc.WithConnectParams(deterministicConnect)}
+	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(h.peerUnary), grpc.WithConnectParams(deterministicConnect), grpc.WithReadBufferSize(grpcReadBuffer)}
 }
 
 // callID names an incoming call from its metadata: the caller's operation

@@ -55,6 +55,9 @@ type Config struct {
 	// result when goroutines outlived teardown, before synctest fails the
 	// bubble with its dump.
 	OnLeftovers func(*Result)
+	// OnEnd, when set, is called inside the bubble when the run's last
+	// phase ended, before teardown and the checks (a heap profile).
+	OnEnd func()
 }
 
 // DefaultConfig is the runner's embedded default: 3 nodes, 12 users in 3
@@ -265,6 +268,9 @@ func (res *Result) finish(c *Cluster, id string) {
 		res.Err = fmt.Errorf("gate key parked twice at once (harness bug): %s", k)
 	}
 	res.TraceHash = c.Trace.Hash()
+	if res.Config.OnEnd != nil {
+		res.Config.OnEnd()
+	}
 	c.Close()
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
