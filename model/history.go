@@ -214,12 +214,15 @@ type Fault struct {
 
 // History is everything a run recorded for the checkers.
 type History struct {
-	Mode    string // "single" or "bulk"
-	Events  []Event
-	Samples []Sample
-	Tasks   []Tasks
-	Faults  []Fault
-	Final   Final
+	Mode   string // "single" or "bulk"
+	Events []Event
+	// Deliveries holds deliveries compactly (the simulator records them
+	// there, not in Events); read every delivery with EachDelivery.
+	Deliveries *DeliveryLog
+	Samples    []Sample
+	Tasks      []Tasks
+	Faults     []Fault
+	Final      Final
 	// KeepAliveBound is the virtual time within which a node must close the
 	// stream of a client that vanished.
 	KeepAliveBound time.Duration
