@@ -10,8 +10,9 @@ import (
 )
 
 // Network is the simulated network: one in-memory listener per node address
-// (pipe.go: bufconn's semantics, memory as used), connections tagged with who dialled them, partitions between nodes, and
-// client connections that can "vanish" (stop reading without closing).
+// (pipe.go: bufconn's semantics, memory as used), connections tagged with
+// who dialled them, partitions between nodes, and client connections that
+// can "vanish" (stop reading without closing).
 type Network struct {
 	mu        sync.Mutex
 	listeners map[string]*memListener
