@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"runtime/pprof"
 	"sort"
@@ -35,22 +36,26 @@ type ClusterConfig struct {
 	RunID string
 	// CPU, when set, makes ops contend for node CPUs and Redis (cpu.go).
 	CPU *CPUModel
+	// History, when set, receives the history as it is recorded.
+	History io.Writer
 }
 
 // Cluster is a relay cluster inside one bubble: nodes over bufconn, one
 // miniredis, simulated clients, the scheduler, and the recorded history.
 type Cluster struct {
-	cfg    ClusterConfig
-	Sched  *Scheduler
-	Trace  *Trace
-	Net    *Network
-	Redis  *miniredis.Miniredis
-	nodes  []*simNode
-	users  map[string]*Client
-	hist   model.History
-	faults faultState
-	Stats  Stats
-	seeds  struct{ faults, cost Seed }
+	cfg   ClusterConfig
+	Sched *Scheduler
+	Trace *Trace
+	Net   *Network
+	Redis *miniredis.Miniredis
+	nodes []*simNode
+	users map[string]*Client
+	hist  model.History
+	// histOut streams the history to ClusterConfig.History (nil: not asked).
+	histOut *historyOut
+	faults  faultState
+	Stats   Stats
+	seeds   struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
 	// kills are the Kill calls of crashed incarnations, closed when one
@@ -97,7 +102,7 @@ type simNode struct {
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
 // goroutine that will drive the scheduler.
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
-	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID}
+	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID, histOut: newHistoryOut(cfg.History)}
 	if c.runID == "" {
 		c.runID = "cluster" + strconv.FormatInt(runs.Add(1), 10)
 	}
@@ -345,6 +350,7 @@ func (c *Cluster) record(ev model.Event) {
 		return
 	}
 	c.hist.Events = append(c.hist.Events, ev)
+	c.histOut.write(historyLine{Type: "event", Event: &ev})
 }
 
 // recordDelivery adds a delivery to the history's compact delivery log
@@ -359,6 +365,7 @@ func (c *Cluster) recordDelivery(ev model.Event) {
 		c.hist.Deliveries = &model.DeliveryLog{}
 	}
 	c.hist.Deliveries.Add(ev)
+	c.histOut.write(historyLine{Type: "event", Event: &ev})
 }
 
 // users sorted.

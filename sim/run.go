@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -35,6 +36,9 @@ type Config struct {
 	// SampleEvery is how often metrics are sampled (virtual time).
 	SampleEvery time.Duration
 	KeepTrace   bool
+	// History, when set, receives the run's history as JSON lines while
+	// it runs (historyout.go).
+	History io.Writer
 	// Chooser, when set, makes the scheduler's picks (rapid draws).
 	Chooser Chooser
 	// Exhaustive, when set, is the exhaustive strategy to follow.
@@ -192,7 +196,7 @@ func runInBubble(cfg Config, res *Result) {
 	c, err := NewCluster(ClusterConfig{
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor,
 		Node: func(nc *system.Config) { nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels },
-		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU,
+		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU, History: cfg.History,
 	})
 	if err != nil {
 		res.Err = fmt.Errorf("start cluster: %w", err)
@@ -275,6 +279,9 @@ func (res *Result) finish(c *Cluster, id string) {
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
 	c.hist.Final = final
+	if err := c.histOut.finish(&c.hist); err != nil && res.Err == nil {
+		res.Err = fmt.Errorf("write history: %w", err)
+	}
 	res.History = &c.hist
 	res.Violations = model.Check(&c.hist)
 	res.Live, res.FromLog = model.DeliveryCounts(&c.hist)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,6 +28,7 @@ type runFlags struct {
 	limit     int
 	cpuprof   string
 	memprof   string
+	history   string
 }
 
 func newRunFlags(name string, stderr io.Writer) *runFlags {
@@ -38,6 +40,7 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 	fs.StringVar(&f.mode, "mode", "bulk", "relay mode: single or bulk")
 	fs.StringVar(&f.scheduler, "scheduler", "random", "scheduler: random, pct or exhaustive")
 	fs.StringVar(&f.trace, "trace", "", "write the whole trace to this file")
+	fs.StringVar(&f.history, "history", "", "write the run's history (client events, deliveries, faults, tasks, samples, room logs) to this file as JSON lines, streamed")
 	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.memprof, "memprofile", "", "write a heap profile (taken at the end of the run, before its checks) to this file")
 	fs.StringVar(&f.cost, "cost", "swarm", "cost model: swarm (per-seed latencies) or calibrated (contended CPUs and Redis, BENCHMARKS.md)")
@@ -162,6 +165,17 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
 		return exitUsage
 	}
+	if f.history != "" {
+		hf, err := os.Create(f.history)
+		if err != nil {
+			fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
+			return exitUsage
+		}
+		defer hf.Close()
+		bw := bufio.NewWriterSize(hf, 1<<16)
+		defer bw.Flush()
+		f.cfg.History = bw
+	}
 	var res *sim.Result
 	if f.cfg.Scheduler == "exhaustive" {
 		var n int
@@ -228,7 +242,7 @@ func ratio(x float64) string {
 func replayCommand(f *runFlags) string {
 	var parts []string
 	f.fs.Visit(func(fl *flag.Flag) {
-		if fl.Name != "seed" && fl.Name != "mode" && fl.Name != "trace" && fl.Name != "cpuprofile" && fl.Name != "memprofile" {
+		if fl.Name != "seed" && fl.Name != "mode" && fl.Name != "trace" && fl.Name != "cpuprofile" && fl.Name != "memprofile" && fl.Name != "history" {
 			parts = append(parts, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 		}
 	})
