@@ -228,10 +228,13 @@ type History struct {
 	// (none: every node the latest).
 	Versions []Version
 	Events   []Event
-	Samples  []Sample
-	Tasks    []Tasks
-	Faults   []Fault
-	Final    Final
+	// Deliveries holds deliveries compactly (the simulator records them
+	// there, not in Events); read every delivery with EachDelivery.
+	Deliveries *DeliveryLog
+	Samples    []Sample
+	Tasks      []Tasks
+	Faults     []Fault
+	Final      Final
 	// KeepAliveBound is the virtual time within which a node must close the
 	// stream of a client that vanished.
 	KeepAliveBound time.Duration

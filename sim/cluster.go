@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"runtime/pprof"
 	"sort"
@@ -38,22 +39,26 @@ type ClusterConfig struct {
 	// Versions is the relay protocol version each node starts with (index
 	// i for node i); missing or 0 means the latest.
 	Versions []int
+	// History, when set, receives the history as it is recorded.
+	History io.Writer
 }
 
 // Cluster is a relay cluster inside one bubble: nodes over bufconn, one
 // miniredis, simulated clients, the scheduler, and the recorded history.
 type Cluster struct {
-	cfg    ClusterConfig
-	Sched  *Scheduler
-	Trace  *Trace
-	Net    *Network
-	Redis  *miniredis.Miniredis
-	nodes  []*simNode
-	users  map[string]*Client
-	hist   model.History
-	faults faultState
-	Stats  Stats
-	seeds  struct{ faults, cost Seed }
+	cfg   ClusterConfig
+	Sched *Scheduler
+	Trace *Trace
+	Net   *Network
+	Redis *miniredis.Miniredis
+	nodes []*simNode
+	users map[string]*Client
+	hist  model.History
+	// histOut streams the history to ClusterConfig.History (nil: not asked).
+	histOut *historyOut
+	faults  faultState
+	Stats   Stats
+	seeds   struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
 	// kills are the Kill calls of crashed incarnations, closed when one
@@ -103,7 +108,7 @@ type simNode struct {
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
 // goroutine that will drive the scheduler.
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
-	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID}
+	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID, histOut: newHistoryOut(cfg.History)}
 	if c.runID == "" {
 		c.runID = "cluster" + strconv.FormatInt(runs.Add(1), 10)
 	}
@@ -399,6 +404,22 @@ func (c *Cluster) record(ev model.Event) {
 		return
 	}
 	c.hist.Events = append(c.hist.Events, ev)
+	c.histOut.write(historyLine{Type: "event", Event: &ev})
+}
+
+// recordDelivery adds a delivery to the history's compact delivery log
+// (model.DeliveryLog: ~8 bytes a delivery instead of an Event's ~200).
+func (c *Cluster) recordDelivery(ev model.Event) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
+	if c.Trace.Frozen() {
+		return
+	}
+	if c.hist.Deliveries == nil {
+		c.hist.Deliveries = &model.DeliveryLog{}
+	}
+	c.hist.Deliveries.Add(ev)
+	c.histOut.write(historyLine{Type: "event", Event: &ev})
 }
 
 // users sorted.
@@ -418,7 +439,7 @@ func (c *Cluster) userList() []*Client {
 // Final reads the only server state the oracle reads: the logs of the rooms
 // the clients named.
 func (c *Cluster) Final() (model.Final, error) {
-	logs, err := readLogs(c.Redis, roomsSeen(c.hist.Events))
+	logs, err := readLogs(c.Redis, roomsSeen(c.hist.Events, c.hist.Deliveries.Rooms()))
 	return model.Final{Logs: logs}, err
 }
 
@@ -428,6 +449,7 @@ func (c *Cluster) Final() (model.Final, error) {
 func (c *Cluster) Snapshot() (*model.History, error) {
 	h := c.hist
 	h.Events = append([]model.Event(nil), c.hist.Events...)
+	h.Deliveries = c.hist.Deliveries.Snapshot()
 	for _, cl := range c.userList() {
 		cl.mu.Lock()
 		if cl.pending != nil {

@@ -218,6 +218,11 @@ func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end tim
 
 // decide reports whether a fault of probability p hits the op with key, on
 // its k-th occurrence: a function of identity, not of arrival order.
+// netFaults reports whether any per-relay network fault can be drawn.
+func (m FaultMix) netFaults() bool {
+	return m.DropRequest > 0 || m.DropResponse > 0 || m.Duplicate > 0 || m.Delay > 0
+}
+
 func decide(seed Seed, p float64, key string, k int) bool {
 	if p <= 0 {
 		return false

@@ -240,13 +240,17 @@ func decodeLogEntry(b []byte) (model.LogEntry, error) {
 	return e, nil
 }
 
-// roomsSeen lists the rooms the clients named, sorted.
-func roomsSeen(events []model.Event) []string {
+// roomsSeen lists the rooms the clients named (in events, or in
+// deliveries: more), sorted.
+func roomsSeen(events []model.Event, more []string) []string {
 	seen := map[string]bool{}
 	for _, ev := range events {
 		if ev.Room != "" {
 			seen[ev.Room] = true
 		}
+	}
+	for _, r := range more {
+		seen[r] = true
 	}
 	out := make([]string, 0, len(seen))
 	for r := range seen {

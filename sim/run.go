@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -36,6 +37,9 @@ type Config struct {
 	// SampleEvery is how often metrics are sampled (virtual time).
 	SampleEvery time.Duration
 	KeepTrace   bool
+	// History, when set, receives the run's history as JSON lines while
+	// it runs (historyout.go).
+	History io.Writer
 	// Chooser, when set, makes the scheduler's picks (rapid draws).
 	Chooser Chooser
 	// Exhaustive, when set, is the exhaustive strategy to follow.
@@ -64,6 +68,9 @@ type Config struct {
 	// result when goroutines outlived teardown, before synctest fails the
 	// bubble with its dump.
 	OnLeftovers func(*Result)
+	// OnEnd, when set, is called inside the bubble when the run's last
+	// phase ended, before teardown and the checks (a heap profile).
+	OnEnd func()
 }
 
 // DefaultConfig is the runner's embedded default: 3 nodes, 12 users in 3
@@ -206,7 +213,7 @@ func runInBubble(cfg Config, res *Result) {
 	c, err := NewCluster(ClusterConfig{
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Versions: cfg.startVersions(),
 		Node: func(nc *system.Config) { nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels },
-		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU,
+		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU, History: cfg.History,
 	})
 	if err != nil {
 		res.Err = fmt.Errorf("start cluster: %w", err)
@@ -344,10 +351,16 @@ func (res *Result) finish(c *Cluster, id string) {
 		res.Err = fmt.Errorf("gate key parked twice at once (harness bug): %s", k)
 	}
 	res.TraceHash = c.Trace.Hash()
+	if res.Config.OnEnd != nil {
+		res.Config.OnEnd()
+	}
 	c.Close()
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
 	c.hist.Final = final
+	if err := c.histOut.finish(&c.hist); err != nil && res.Err == nil {
+		res.Err = fmt.Errorf("write history: %w", err)
+	}
 	res.History = &c.hist
 	res.Violations = model.Check(&c.hist)
 	res.Live, res.FromLog = model.DeliveryCounts(&c.hist)
