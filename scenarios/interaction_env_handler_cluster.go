@@ -1,0 +1,58 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/system"
+)
+
+// handleCluster starts the cluster every later command acts on, in the
+// mode the harness plays the file in: nodes=N relay nodes (default 3) over
+// one miniredis, seed=S for the scheduler's picks and the operations'
+// latencies (default 1), the seeds' LAN-like cost model, a small pool
+// (core 2, max 8, queue 16) so that saturation is reachable, and no fault
+// but those the file applies.
+//
+// Example:
+//
+//	cluster nodes=3 seed=0x2a
+func (e *Env) handleCluster(a *args) (string, error) {
+	if e.c != nil {
+		return "", errors.New("cluster: a file starts one cluster")
+	}
+	nodes := a.integer("nodes", 3)
+	seed := sim.Seed(1)
+	if s := a.str("seed", false); s != "" {
+		var err error
+		if seed, err = sim.ParseSeed(s); err != nil {
+			a.fail("seed=%s: %v", s, err)
+		}
+	}
+	if a.has("versions") {
+		a.fail("versions=: protocol versions need sim.ClusterConfig.Versions, which this build does not have yet")
+	}
+	if a.err != nil {
+		return "", nil
+	}
+	if nodes < 1 || nodes > 9 {
+		return "", fmt.Errorf("cluster: nodes=%d, want 1 to 9", nodes)
+	}
+	cost := sim.DefaultCost()
+	c, err := sim.NewCluster(sim.ClusterConfig{
+		Seed: seed, Mode: e.Mode, Nodes: nodes,
+		Executor: system.ExecutorConfig{Core: 2, Max: 8, Queue: 16, KeepAlive: 10 * time.Second},
+		Node:     func(nc *system.Config) { nc.OutboxSize = 64 },
+		Cost:     cost,
+		Strategy: &sim.Random{C: seed.Derive("scheduler").Rand()},
+		Trace:    sim.NewTrace(true, 200),
+	})
+	e.c = c // closed by Close even when a node failed to start
+	if err != nil {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	c.SetBounds(cost, 0)
+	return e.news(), nil
+}
