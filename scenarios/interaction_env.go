@@ -278,8 +278,9 @@ type foldedFault struct {
 }
 
 // aggregateFaults folds the faults that hit single operations into one
-// line per kind and link (a Redis outage fails every command it meets);
-// timed faults are told by the command that applied them.
+// line per kind and link (a Redis outage fails every command it meets).
+// Timed faults are told by the command that applied them, and so are the
+// calls a partition loses (the relay lines show them).
 func aggregateFaults(fs []model.Fault) []foldedFault {
 	type group struct {
 		first, n int
@@ -288,8 +289,8 @@ func aggregateFaults(fs []model.Fault) []foldedFault {
 	groups := map[string]*group{}
 	var order []string
 	for _, f := range fs {
-		if !f.Op {
-			continue
+		if !f.Op || f.Kind == "partition" {
+			continue // told by the command that applied it (a partition's lost calls: by the relay lines)
 		}
 		// "n1 fault drop-response -> n2" (a call), "n1 fault redis-outage".
 		key := "?"
@@ -314,9 +315,12 @@ func aggregateFaults(fs []model.Fault) []foldedFault {
 	out := make([]foldedFault, 0, len(order))
 	for _, key := range order {
 		g := groups[key]
-		unit := "calls"
+		unit := "call"
 		if strings.Contains(key, " fault redis") {
-			unit = "commands"
+			unit = "command"
+		}
+		if g.n > 1 {
+			unit += "s"
 		}
 		text := fmt.Sprintf("%s: %d %s", key, g.n, unit)
 		if len(g.msgs) > 0 {
