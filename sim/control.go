@@ -101,7 +101,7 @@ type NodeStats struct {
 	Sessions, Streams, PeerConns, Goroutines int
 }
 
-// Stats returns node i's figures (zero but the id when it is down). Like
+// NodeStats returns node i's figures (zero but the id when it is down). Like
 // Sample, it only reads: nothing the relay does changes by it.
 func (c *Cluster) NodeStats(i int) NodeStats {
 	sn := c.nodes[i]
