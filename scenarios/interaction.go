@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -26,6 +27,7 @@ func RunFile(t testing.TB, path string, mode system.Mode) ([]string, error) {
 	}
 	e := NewEnv(mode)
 	defer e.Close()
+	defer quietly()()
 	var outs []string
 	var ferr error
 	datadriven.RunTestFromStringAny(t, string(data), func(t testing.TB, d *datadriven.TestData) string {
@@ -41,6 +43,19 @@ func RunFile(t testing.TB, path string, mode system.Mode) ([]string, error) {
 		return d.Expected
 	})
 	return outs, ferr
+}
+
+// quietly turns datadriven's echo of every command off (under -v it would
+// print each file once per mode, with the expected output it was handed
+// back) and returns what turns it back.
+func quietly() func() {
+	fl := flag.Lookup("datadriven-quiet")
+	if fl == nil {
+		return func() {}
+	}
+	old := fl.Value.String()
+	_ = fl.Value.Set("true")
+	return func() { _ = fl.Value.Set(old) }
 }
 
 // filePos turns datadriven's "<string>:12" into "path:12".
