@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,6 +56,46 @@ func playModes(t *testing.T, path string) []string {
 		require.NoError(t, err, "mode %s", mode)
 	}
 	return MergeModes(scenarioModes, per)
+}
+
+// TestScenarioRewrite: -rewrite fills a story whose expected outputs were
+// removed back to the committed file (before and after files, as
+// datadriven's own rewrite tests).
+func TestScenarioRewrite(t *testing.T) {
+	const story = "testdata/duplicate-relays.txt"
+	want, err := os.ReadFile(story)
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "story.txt")
+	require.NoError(t, os.WriteFile(path, []byte(withoutOutputs(string(want))), 0o644))
+	rewrite := flag.Lookup("rewrite")
+	require.NotNil(t, rewrite, "datadriven's -rewrite flag")
+	old := rewrite.Value.String()
+	require.NoError(t, rewrite.Value.Set("true"))
+	t.Cleanup(func() { _ = rewrite.Value.Set(old) })
+	outs := playModes(t, path)
+	i := 0
+	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string { i++; return outs[i-1] })
+	got, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), string(got))
+}
+
+// withoutOutputs removes every expected output of a scenario file.
+func withoutOutputs(file string) string {
+	var b strings.Builder
+	skipping := false
+	for _, line := range strings.SplitAfter(file, "\n") {
+		switch {
+		case skipping && strings.TrimSpace(line) == "":
+			skipping = false
+		case skipping:
+			continue
+		case strings.TrimSpace(line) == "----":
+			skipping = true
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // TestScenarioErrors: a typo in a command or an argument, a value of the
