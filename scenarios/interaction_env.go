@@ -86,6 +86,7 @@ func init() {
 		"restart":        {[]string{"node", "protocol"}, (*Env).handleRestart},
 		"partition":      {[]string{"a", "b"}, (*Env).handlePartition},
 		"heal":           {nil, (*Env).handleHeal},
+		"break-stream":   {[]string{"from", "to"}, (*Env).handleBreakStream},
 		"drop-responses": {[]string{"from", "to", "for"}, (*Env).handleDropResponses},
 		"redis-outage":   {[]string{"for"}, (*Env).handleRedisOutage},
 		"run":            {[]string{"for"}, (*Env).handleRun},

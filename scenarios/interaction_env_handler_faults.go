@@ -130,3 +130,25 @@ func (e *Env) handleRedisOutage(a *args) (string, error) {
 	}
 	return fmt.Sprintf("redis down for %v\n", d) + e.news(), nil
 }
+
+// handleBreakStream closes the connections one node dialled to another, as
+// a network that resets them would: relay calls in flight on them fail
+// and, in stream mode, the relay stream breaks wherever it is in its
+// batch. The sender must notice, dial again and resend what was not
+// acknowledged (or leave it to the log).
+//
+// Example:
+//
+//	break-stream from=n1 to=n2
+func (e *Env) handleBreakStream(a *args) (string, error) {
+	from, to := a.node("from", true), a.node("to", true)
+	if a.err != nil {
+		return "", nil
+	}
+	ids := e.c.NodeIDs()
+	if from == to {
+		return "", fmt.Errorf("break-stream: from and to are both %s", ids[from])
+	}
+	e.c.BreakConnections(from, to)
+	return fmt.Sprintf("connections %s -> %s broken\n", ids[from], ids[to]) + e.news(), nil
+}

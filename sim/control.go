@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"time"
+
+	"github.com/relaysim/relaysim/model"
 )
 
 // This file is the cluster's control panel for explicit stories (the
@@ -116,4 +118,23 @@ func (c *Cluster) NodeStats(i int) NodeStats {
 	s.Sessions, s.Streams, s.PeerConns = m.Sessions, int(sn.hooks.streams.open.Load()), m.PeerConns
 	s.Goroutines = countRun(c.runID).node[sn.tag]
 	return s
+}
+
+// BreakConnections closes every connection node from has dialled to node
+// to, as a network that resets them would: calls in flight on them fail,
+// a relay stream breaks wherever it is in its batch, and gRPC dials anew
+// (with the deterministic back-off). The oracle records it as an instant
+// fault of the link.
+func (c *Cluster) BreakConnections(from, to int) int {
+	a, b := c.nodes[from], c.nodes[to]
+	c.Trace.Event(c.Now(), "chaos", "fault break %s->%s", a.id, b.id)
+	c.recordFault(model.Fault{From: c.Now(), To: c.Now(), Kind: "break", Nodes: []string{a.id, b.id}})
+	n := 0
+	for _, conn := range c.Net.dialledBy(a.tag) {
+		if conn.to == b.id {
+			_ = conn.Close()
+			n++
+		}
+	}
+	return n
 }
