@@ -69,31 +69,27 @@ type handler struct {
 	run  func(*Env, *args) (string, error)
 }
 
-// handlers maps each command to its handler (one file each,
-// interaction_env_handler_*.go, with an example in the doc comment).
-var handlers map[string]handler
-
-func init() {
-	handlers = map[string]handler{
-		"cluster":        {[]string{"nodes", "seed", "versions"}, (*Env).handleCluster},
-		"connect":        {[]string{"user", "node"}, (*Env).handleConnect},
-		"disconnect":     {[]string{"user"}, (*Env).handleDisconnect},
-		"vanish":         {[]string{"user"}, (*Env).handleVanish},
-		"join":           {[]string{"user", "room", "node"}, (*Env).handleJoin},
-		"leave":          {[]string{"user", "room", "node"}, (*Env).handleLeave},
-		"send":           {[]string{"user", "room", "msg", "node"}, (*Env).handleSend},
-		"crash":          {[]string{"node"}, (*Env).handleCrash},
-		"restart":        {[]string{"node", "protocol"}, (*Env).handleRestart},
-		"partition":      {[]string{"a", "b"}, (*Env).handlePartition},
-		"heal":           {nil, (*Env).handleHeal},
-		"break-stream":   {[]string{"from", "to"}, (*Env).handleBreakStream},
-		"drop-responses": {[]string{"from", "to", "for"}, (*Env).handleDropResponses},
-		"redis-outage":   {[]string{"for"}, (*Env).handleRedisOutage},
-		"run":            {[]string{"for"}, (*Env).handleRun},
-		"check":          {nil, (*Env).handleCheck},
-		"metrics":        {[]string{"node"}, (*Env).handleMetrics},
-		"trace":          {[]string{"last"}, (*Env).handleTrace},
-	}
+// handlers maps each command to its handler (interaction_env_handler_*.go,
+// each with an example in its doc comment).
+var handlers = map[string]handler{
+	"cluster":        {[]string{"nodes", "seed", "versions"}, (*Env).handleCluster},
+	"connect":        {[]string{"user", "node"}, (*Env).handleConnect},
+	"disconnect":     {[]string{"user"}, (*Env).handleDisconnect},
+	"vanish":         {[]string{"user"}, (*Env).handleVanish},
+	"join":           {[]string{"user", "room", "node"}, (*Env).handleJoin},
+	"leave":          {[]string{"user", "room", "node"}, (*Env).handleLeave},
+	"send":           {[]string{"user", "room", "msg", "node"}, (*Env).handleSend},
+	"crash":          {[]string{"node"}, (*Env).handleCrash},
+	"restart":        {[]string{"node", "protocol"}, (*Env).handleRestart},
+	"partition":      {[]string{"a", "b"}, (*Env).handlePartition},
+	"heal":           {nil, (*Env).handleHeal},
+	"break-stream":   {[]string{"from", "to"}, (*Env).handleBreakStream},
+	"drop-responses": {[]string{"from", "to", "for"}, (*Env).handleDropResponses},
+	"redis-outage":   {[]string{"for"}, (*Env).handleRedisOutage},
+	"run":            {[]string{"for"}, (*Env).handleRun},
+	"check":          {nil, (*Env).handleCheck},
+	"metrics":        {[]string{"node"}, (*Env).handleMetrics},
+	"trace":          {[]string{"last"}, (*Env).handleTrace},
 }
 
 func commandNames() []string {
