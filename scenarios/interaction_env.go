@@ -25,6 +25,9 @@ type Env struct {
 	rooms map[string]bool
 	// Marks: the history events, faults and trace lines already told.
 	events, faults, lines int
+	// allRelays tells every relay call, not only those that failed or were
+	// retried (cluster relays=all).
+	allRelays bool
 }
 
 // NewEnv returns the environment of one file in mode.
@@ -72,7 +75,7 @@ type handler struct {
 // handlers maps each command to its handler (interaction_env_handler_*.go,
 // each with an example in its doc comment).
 var handlers = map[string]handler{
-	"cluster":        {[]string{"nodes", "seed", "versions"}, (*Env).handleCluster},
+	"cluster":        {[]string{"nodes", "seed", "versions", "relays"}, (*Env).handleCluster},
 	"connect":        {[]string{"user", "node"}, (*Env).handleConnect},
 	"disconnect":     {[]string{"user"}, (*Env).handleDisconnect},
 	"vanish":         {[]string{"user"}, (*Env).handleVanish},
@@ -190,7 +193,7 @@ func (e *Env) news() string {
 	e.faults = len(h.Faults)
 	lines := traceLines(e.c.Trace)
 	for i := e.lines; i < len(lines); i++ {
-		if s := renderTrace(lines[i]); s != "" {
+		if s := renderTrace(lines[i], e.allRelays); s != "" {
 			add(i+1, s, false)
 		}
 	}
@@ -348,8 +351,9 @@ func traceLines(t *sim.Trace) []string {
 }
 
 // renderTrace keeps the trace lines a story tells: nodes going down and
-// up, and relay calls that failed or were retried. The time is dropped.
-func renderTrace(line string) string {
+// up, and relay calls that failed or were retried (every relay call with
+// allRelays). The time is dropped.
+func renderTrace(line string, allRelays bool) string {
 	if !strings.HasPrefix(line, "t=") {
 		return "" // header
 	}
@@ -365,7 +369,7 @@ func renderTrace(line string) string {
 	case strings.HasPrefix(what, "node.start failed"):
 		return node + " " + what
 	case strings.HasPrefix(what, "relay."):
-		if strings.HasSuffix(what, " attempt=1 ok") {
+		if !allRelays && strings.HasSuffix(what, " attempt=1 ok") {
 			return ""
 		}
 		return node + " " + what

@@ -14,7 +14,8 @@ import (
 // one miniredis, seed=S for the scheduler's picks and the operations'
 // latencies (default 1), the seeds' LAN-like cost model, a small pool
 // (core 2, max 8, queue 16) so that saturation is reachable, and no fault
-// but those the file applies.
+// but those the file applies. relays=all makes the file tell every relay
+// call, not only those that failed or were retried.
 //
 // Example:
 //
@@ -30,6 +31,13 @@ func (e *Env) handleCluster(a *args) (string, error) {
 		if seed, err = sim.ParseSeed(s); err != nil {
 			a.fail("seed=%s: %v", s, err)
 		}
+	}
+	switch r := a.str("relays", false); r {
+	case "", "failed":
+	case "all":
+		e.allRelays = true
+	default:
+		a.fail("relays=%s, want all or failed", r)
 	}
 	if a.has("versions") {
 		a.fail("versions=: protocol versions need sim.ClusterConfig.Versions, which this build does not have yet")
