@@ -350,9 +350,11 @@ func traceLines(t *sim.Trace) []string {
 	return strings.Split(text, "\n")
 }
 
-// renderTrace keeps the trace lines a story tells: nodes going down and
-// up, and relay calls that failed or were retried (every relay call with
-// allRelays). The time is dropped.
+// renderTrace keeps the trace lines a story tells: nodes going down, up
+// and upgraded, relay calls that failed or were retried (every relay call
+// with allRelays), and relay streams that broke, fell back, dropped or
+// handed over (opened and acknowledged too with allRelays). The time is
+// dropped, and so is the mode of a node.up line (the harness's).
 func renderTrace(line string, allRelays bool) string {
 	if !strings.HasPrefix(line, "t=") {
 		return "" // header
@@ -360,19 +362,34 @@ func renderTrace(line string, allRelays bool) string {
 	_, rest, _ := strings.Cut(line, " ")
 	node, what, _ := strings.Cut(rest, " ")
 	switch {
-	case strings.HasPrefix(what, "node.up"):
-		// The mode is the harness's: only the epoch tells the story.
-		epoch, _, _ := strings.Cut(strings.TrimPrefix(what, "node.up "), " ")
-		return node + " up " + epoch
+	case strings.HasPrefix(what, "node.up "):
+		return node + " up " + dropField(strings.TrimPrefix(what, "node.up "), "mode=")
 	case strings.HasPrefix(what, "node.crash"):
 		return node + " crashed " + strings.TrimPrefix(what, "node.crash ")
-	case strings.HasPrefix(what, "node.start failed"):
-		return node + " " + what
+	case strings.HasPrefix(what, "node.upgrade"), strings.HasPrefix(what, "node.start failed"):
+		return node + " " + strings.TrimPrefix(what, "node.")
 	case strings.HasPrefix(what, "relay."):
-		if !allRelays && strings.HasSuffix(what, " attempt=1 ok") {
+		if !allRelays && (strings.HasSuffix(what, " attempt=1 ok") || strings.HasSuffix(what, " attempt=1 queued")) {
+			return ""
+		}
+		return node + " " + what
+	case strings.HasPrefix(what, "stream."):
+		if !allRelays && (strings.HasPrefix(what, "stream.open ") || strings.HasPrefix(what, "stream.ack ")) {
 			return ""
 		}
 		return node + " " + what
 	}
 	return ""
+}
+
+// dropField removes the space-separated field with prefix from s.
+func dropField(s, prefix string) string {
+	fs := strings.Fields(s)
+	out := fs[:0]
+	for _, f := range fs {
+		if !strings.HasPrefix(f, prefix) {
+			out = append(out, f)
+		}
+	}
+	return strings.Join(out, " ")
 }
