@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+
+	"github.com/relaysim/relaysim/system"
 )
 
 // args are one command's arguments, read by name and type. Every key must
@@ -112,4 +114,32 @@ func (a *args) node(key string, required bool) int {
 		a.fail("%s=%s: no such node (the cluster has %s)", key, s, strings.Join(a.e.c.NodeIDs(), " "))
 	}
 	return i
+}
+
+// protocol returns the relay protocol version key names ("v3" -> 3), 0
+// when absent.
+func (a *args) protocol(key string) int {
+	s := a.str(key, false)
+	if s == "" {
+		return 0
+	}
+	v, err := system.ParseProtocol(s)
+	if err != nil {
+		a.fail("%s=%s: %v", key, s, err)
+	}
+	return v
+}
+
+// versions returns one protocol version per node ("v1,v1,v3").
+func (a *args) versions(key string) []int {
+	var out []int
+	for _, s := range a.list(key) {
+		v, err := system.ParseProtocol(s)
+		if err != nil {
+			a.fail("%s=: %v", key, err)
+			return nil
+		}
+		out = append(out, v)
+	}
+	return out
 }

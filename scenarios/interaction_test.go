@@ -109,6 +109,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"no such node", "cluster nodes=2\n----\n\ncrash node=n3\n----\n", `bad.txt:4: crash: node=n3: no such node (the cluster has n1 n2)`},
 		{"missing argument", "cluster nodes=2\n----\n\nsend user=u1 room=r1\n----\n", `bad.txt:4: send: missing argument msg=`},
 		{"command before cluster", "run for=1s\n----\n", `bad.txt:1: no cluster yet`},
+		{"unknown protocol", "cluster nodes=2 versions=v1,v9\n----\n", `bad.txt:1: cluster: versions=: unknown relay protocol "v9"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
