@@ -35,6 +35,9 @@ type ClusterConfig struct {
 	RunID string
 	// CPU, when set, makes ops contend for node CPUs and Redis (cpu.go).
 	CPU *CPUModel
+	// Versions is the relay protocol version each node starts with (index
+	// i for node i); missing or 0 means the latest.
+	Versions []int
 }
 
 // Cluster is a relay cluster inside one bubble: nodes over bufconn, one
@@ -92,6 +95,9 @@ type simNode struct {
 	peak        int
 	peakRunning int
 	epoch       uint64
+	// protocol is the relay protocol version the node runs (and restarts
+	// with, until an upgrade changes it).
+	protocol int
 }
 
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
@@ -115,7 +121,11 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.Redis = miniredis.NewMiniRedis()
 	c.Redis.ClockTTL(true)
 	for i := range cfg.Nodes {
-		c.nodes = append(c.nodes, &simNode{idx: i, id: fmt.Sprintf("n%d", i+1)})
+		sn := &simNode{idx: i, id: fmt.Sprintf("n%d", i+1), protocol: system.ProtocolLatest}
+		if i < len(cfg.Versions) && cfg.Versions[i] != 0 {
+			sn.protocol = cfg.Versions[i]
+		}
+		c.nodes = append(c.nodes, sn)
 	}
 	for _, sn := range c.nodes {
 		if err := c.drive(func() error { return c.startNode(sn) }); err != nil {
@@ -180,7 +190,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	if c.cfg.Node != nil {
 		c.cfg.Node(&cfg)
 	}
-	cfg.NodeID, cfg.Advertise, cfg.Mode = sn.id, sn.id, c.cfg.Mode
+	cfg.NodeID, cfg.Advertise, cfg.Mode, cfg.Protocol = sn.id, sn.id, c.cfg.Mode, sn.protocol
 	cfg.ClusterToken = "relaysim-cluster"
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor
@@ -215,10 +225,54 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
-	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, c.cfg.Mode)
+	if sn.protocol == system.ProtocolLatest {
+		c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, c.cfg.Mode)
+	} else {
+		c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s protocol=v%d (relays in %s)", sn.epoch, c.cfg.Mode, sn.protocol, n.Mode())
+	}
+	c.recordVersion(sn)
 	c.endFault("crash", sn.id)
+	c.endFault("upgrade", sn.id)
 	return nil
 }
+
+// recordVersion tells the oracle which protocol the node's new incarnation
+// runs: the harness chose it, the relay is not asked.
+func (c *Cluster) recordVersion(sn *simNode) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
+	if c.Trace.Frozen() {
+		return
+	}
+	c.hist.Versions = append(c.hist.Versions, model.Version{Node: sn.id, From: c.Now(), Protocol: sn.protocol})
+}
+
+// Upgrade restarts node i with relay protocol version v, as a rolling
+// upgrade does: the running incarnation stops gracefully (its client
+// streams are closed and its clients reconnect elsewhere), then a new one
+// starts with v. A node that is down comes back with v at its restart. Call
+// it from a gated goroutine (the chaos injector) or through drive.
+func (c *Cluster) Upgrade(i, v int) error {
+	sn := c.nodes[i]
+	from := sn.protocol
+	sn.protocol = v
+	if !sn.up || sn.starting {
+		c.Trace.Event(c.Now(), sn.id, "node.upgrade v%d -> v%d at its restart", from, v)
+		return nil
+	}
+	c.Trace.Event(c.Now(), sn.id, "node.upgrade v%d -> v%d epoch=%d", from, v, sn.epoch)
+	c.recordFault(model.Fault{From: c.Now(), To: -1, Kind: "upgrade", Nodes: []string{sn.id}})
+	c.notePeak(sn)
+	sn.up = false
+	ctx, cancel := context.WithTimeout(context.Background(), upgradeStopTimeout)
+	sn.n.Stop(ctx)
+	cancel()
+	c.Stats.Restarts++
+	return c.startNode(sn)
+}
+
+// upgradeStopTimeout bounds a graceful stop before the node is cut hard.
+const upgradeStopTimeout = 5 * time.Second
 
 // redisOptions connects go-redis to the in-memory miniredis: no DNS (an IP
 // literal that is never dialled), no maintenance notifications, no identity

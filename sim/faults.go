@@ -107,13 +107,15 @@ func (m FaultMix) String() string {
 // Fault is one timed fault of the fault phase.
 type Fault struct {
 	At   time.Duration
-	Kind string // crash, restart, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow
+	Kind string // crash, restart, upgrade, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow
 	Node int    // node index (crash, restart, pause, partition side a)
 	Peer int    // partition side b (-1: isolate Node from everyone)
 	// OneWay cuts only Node -> Peer.
 	OneWay bool
 	For    time.Duration
 	User   string
+	// Protocol is the version an upgrade restarts the node with.
+	Protocol int
 }
 
 func (f Fault) String() string {
@@ -132,6 +134,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("redis-spike +%v for %v", redisSpikeLatency, f.For)
 	case "restart":
 		return fmt.Sprintf("restart n%d", f.Node+1)
+	case "upgrade":
+		return fmt.Sprintf("upgrade n%d to v%d", f.Node+1, f.Protocol)
 	case "heal":
 		if f.Peer < 0 {
 			return fmt.Sprintf("heal isolated n%d", f.Node+1)

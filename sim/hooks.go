@@ -84,8 +84,23 @@ func (h *nodeHooks) Observe(e any) {
 			c.Stats.RelayErrors++
 			res = "err=" + status.Code(e.Err).String()
 		}
-		kind := map[bool]string{true: "relay.bulk", false: "relay.single"}[e.Bulk]
-		c.Trace.Event(c.Now(), e.Node, "%s -> %s %s#%d recipients=%d attempt=%d %s", kind, e.Target, e.Room, e.Seq, e.Recipients, e.Attempt, res)
+		mode := e.Mode
+		if mode == "" {
+			mode = map[bool]system.Mode{true: system.ModeBulk, false: system.ModeSingle}[e.Bulk]
+		}
+		if mode == system.ModeStream {
+			res = map[bool]string{true: "queued", false: res}[e.Err == nil]
+		}
+		c.Trace.Event(c.Now(), e.Node, "relay.%s -> %s %s#%d recipients=%d attempt=%d %s", mode, e.Target, e.Room, e.Seq, e.Recipients, e.Attempt, res)
+	case system.StreamEvent:
+		res := ""
+		switch {
+		case e.Err != nil:
+			res = " err=" + status.Code(e.Err).String()
+		case e.What == "ack":
+			res = fmt.Sprintf(" acked=%d", e.Acked)
+		}
+		c.Trace.Event(c.Now(), e.Node, "stream.%s -> %s %s items=%d%s", e.What, e.Target, e.Link, e.Items, res)
 	}
 }
 
@@ -193,7 +208,11 @@ func (h *nodeHooks) serverOptions() []grpc.ServerOption {
 }
 
 func (h *nodeHooks) dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(h.peerUnary), grpc.WithConnectParams(deterministicConnect)}
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(h.peerUnary),
+		grpc.WithChainStreamInterceptor(h.peerStream),
+		grpc.WithConnectParams(deterministicConnect),
+	}
 }
 
 // callID names an incoming call from its metadata: the caller's operation
@@ -227,7 +246,11 @@ func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnarySe
 }
 
 func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, callID(ss.Context(), info.FullMethod), 0)
+	id := callID(ss.Context(), info.FullMethod)
+	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, id, 0)
+	if info.FullMethod == relaypb.Relay_RelayStream_FullMethodName {
+		ss = &serverRelayStream{ServerStream: ss, h: h, id: id}
+	}
 	return handler(srv, ss)
 }
 

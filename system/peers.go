@@ -26,8 +26,10 @@ type peers struct {
 	// (a caller-runs task in a handler that outlived the server) must not
 	// open connections nobody will close.
 	closed bool
-	// writers are the stream links' writer goroutines (stream.go).
+	// writers are the stream links' writer goroutines (stream.go); gen
+	// numbers the peers installed, for their links' names.
 	writers sync.WaitGroup
+	gen     uint64
 }
 
 type peer struct {
@@ -98,8 +100,9 @@ func (ps *peers) install(info NodeInfo) (*peer, error) {
 	}
 	p := &peer{server: info.ID, epoch: info.Epoch, protocol: info.Protocol}
 	p.spoken.Store(ProtocolLatest)
+	ps.gen++
 	for i := range ps.n.cfg.ChannelsPerPeer {
-		p.links = append(p.links, newLink(ps.n, p, i))
+		p.links = append(p.links, newLink(ps.n, p, ps.gen, i))
 		cc, err := ps.n.dialPeer(info.Addr) // grpc.NewClient: no I/O
 		if err != nil {
 			ps.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,10 +76,10 @@ type link struct {
 	streams int                        // streams opened, for operation labels
 }
 
-func newLink(n *Node, p *peer, ch int) *link {
+func newLink(n *Node, p *peer, gen uint64, ch int) *link {
 	return &link{
 		n: n, p: p, ch: ch,
-		name: fmt.Sprintf("%s@%d#%d", n.cfg.NodeID, n.epoch, ch),
+		name: fmt.Sprintf("%s@%d.%d#%d", n.cfg.NodeID, n.epoch, gen, ch),
 		wake: make(chan struct{}, 1), done: make(chan struct{}), next: 1,
 	}
 }
@@ -169,7 +170,7 @@ func (l *link) run() {
 		case <-retry:
 			retry = nil
 		}
-		l.n.hooks.Gate(l.n.ctx, Point{Node: l.n.cfg.NodeID, Kind: PointStreamWrite, Key: l.name})
+		l.n.hooks.Gate(l.n.ctx, Point{Node: l.n.cfg.NodeID, Kind: PointStreamWrite, Key: l.name + " ->" + l.p.server})
 		if l.isClosed() {
 			l.handover()
 			return
@@ -369,64 +370,67 @@ func (l *link) takeAll() []*relaypb.RelayStreamItem {
 
 // --- receiver ---
 
-// linkKey names a sender's link without its epoch, so that a newer
-// incarnation's links replace an older one's state.
+// linkKey names a sender's channel to this node across its incarnations
+// and link generations; linkSeen is the newest link seen on it and the
+// last item processed.
 type linkKey struct {
 	origin string
 	ch     string
 }
 
 type linkSeen struct {
-	epoch uint64
-	seq   uint64
+	epoch, gen uint64
+	seq        uint64
 }
 
-// parseLink splits "node@epoch#ch".
-func parseLink(s string) (linkKey, uint64, error) {
-	at, hash := -1, -1
-	for i := len(s) - 1; i >= 0; i-- {
-		switch {
-		case s[i] == '#' && hash < 0:
-			hash = i
-		case s[i] == '@' && hash >= 0 && at < 0:
-			at = i
-		}
-	}
+// newer orders links of one key: by the sender's epoch, then generation.
+func (a linkSeen) newer(b linkSeen) bool {
+	return a.epoch > b.epoch || a.epoch == b.epoch && a.gen > b.gen
+}
+
+// parseLink splits "node@epoch.gen#ch".
+func parseLink(s string) (linkKey, linkSeen, error) {
+	bad := status.Errorf(codes.InvalidArgument, "bad link %q (want node@epoch.gen#channel)", s)
+	at := strings.LastIndexByte(s, '@')
+	hash := strings.LastIndexByte(s, '#')
 	if at <= 0 || hash < at {
-		return linkKey{}, 0, status.Errorf(codes.InvalidArgument, "bad link %q (want node@epoch#channel)", s)
+		return linkKey{}, linkSeen{}, bad
 	}
-	epoch, err := strconv.ParseUint(s[at+1:hash], 10, 64)
-	if err != nil {
-		return linkKey{}, 0, status.Errorf(codes.InvalidArgument, "bad link %q (want node@epoch#channel)", s)
+	e, g, ok := strings.Cut(s[at+1:hash], ".")
+	epoch, err1 := strconv.ParseUint(e, 10, 64)
+	gen, err2 := strconv.ParseUint(g, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return linkKey{}, linkSeen{}, bad
 	}
-	return linkKey{origin: s[:at], ch: s[hash+1:]}, epoch, nil
+	return linkKey{origin: s[:at], ch: s[hash+1:]}, linkSeen{epoch: epoch, gen: gen}, nil
 }
 
-// claim reports whether the item at seq of a link is new, and records it
-// as processed. An item of an older incarnation of the sender than the
-// newest seen is never new.
-func (n *Node) claim(key linkKey, epoch, seq uint64) bool {
+// claim reports whether the item at seq of link l is new, and records it as
+// processed. An item of an older link than the newest seen on its key is
+// never new: its sender has moved on and handed it over.
+func (n *Node) claim(key linkKey, l linkSeen, seq uint64) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.links == nil {
 		n.links = map[linkKey]linkSeen{}
 	}
-	cur := n.links[key]
+	cur, seen := n.links[key]
 	switch {
-	case epoch < cur.epoch:
+	case seen && cur.newer(l):
 		return false
-	case epoch == cur.epoch && seq <= cur.seq:
+	case seen && !l.newer(cur) && seq <= cur.seq:
 		return false
 	}
-	n.links[key] = linkSeen{epoch: epoch, seq: seq}
+	l.seq = seq
+	n.links[key] = l
 	return true
 }
 
-// acked is the link's cumulative ack.
-func (n *Node) acked(key linkKey, epoch uint64) uint64 {
+// acked is link l's cumulative ack.
+func (n *Node) acked(key linkKey, l linkSeen) uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if cur := n.links[key]; cur.epoch == epoch {
+	if cur := n.links[key]; cur.epoch == l.epoch && cur.gen == l.gen {
 		return cur.seq
 	}
 	return 0
@@ -438,12 +442,12 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 		return status.Errorf(codes.Unimplemented, "relay protocol v%d has no RelayStream", n.cfg.Protocol)
 	}
 	var key linkKey
-	var epoch uint64
+	var link linkSeen
 	var processed, dups uint32
 	for {
 		it, err := s.Recv()
 		if err == io.EOF {
-			return s.SendAndClose(&relaypb.RelayStreamAck{Acked: n.acked(key, epoch), Processed: processed, Duplicates: dups})
+			return s.SendAndClose(&relaypb.RelayStreamAck{Acked: n.acked(key, link), Processed: processed, Duplicates: dups})
 		}
 		if err != nil {
 			return err
@@ -451,20 +455,20 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 		if err := r.check(it.GetMessage(), it.GetTargetEpoch(), len(it.GetRecipients())); err != nil {
 			return err
 		}
-		k, e, err := parseLink(it.GetLink())
+		k, l, err := parseLink(it.GetLink())
 		if err != nil {
 			return err
 		}
-		if processed+dups > 0 && (k != key || e != epoch) {
-			return status.Errorf(codes.InvalidArgument, "stream of link %s@%d carried an item of %s", key.origin, epoch, it.GetLink())
+		if processed+dups > 0 && (k != key || l != link) {
+			return status.Errorf(codes.InvalidArgument, "one stream carried items of two links (the second: %s)", it.GetLink())
 		}
-		key, epoch = k, e
+		key, link = k, l
 		for _, u := range it.Recipients {
 			if err := validName("recipient", u); err != nil {
 				return err
 			}
 		}
-		if !n.claim(key, epoch, it.LinkSeq) {
+		if !n.claim(key, link, it.LinkSeq) {
 			dups++
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -76,6 +77,9 @@ func TestUnimplementedFallsBackAndIsRemembered(t *testing.T) {
 		bob.join("r")
 
 		alice.send("r", "m1", "x")
+		// The refusal may come back only with the ack, once the stream
+		// has lingered.
+		time.Sleep(time.Second)
 		c.settle()
 		assert.Equal(t, []uint64{1}, bob.seqs("r"))
 		assert.False(t, bob.deliveries()[0].FromLog, "delivered live, by the fallback")
@@ -109,7 +113,7 @@ func TestStreamResendIsDeduplicated(t *testing.T) {
 		item := func(seq uint64) *relaypb.RelayStreamItem {
 			return &relaypb.RelayStreamItem{
 				Message:    &relaypb.RelayedMessage{Room: "r", Seq: seq, MsgId: fmt.Sprintf("m%d", seq), Sender: "alice", Payload: []byte("x")},
-				Recipients: []string{"bob"}, Link: "n9@1#0", LinkSeq: seq,
+				Recipients: []string{"bob"}, Link: "n9@1.1#0", LinkSeq: seq,
 			}
 		}
 		stream := func(seqs ...uint64) *relaypb.RelayStreamAck {
@@ -143,8 +147,12 @@ func TestStreamResendIsDeduplicated(t *testing.T) {
 
 		// An older incarnation of the sender is never new once a newer one
 		// was seen.
-		require.True(t, c.node("n2").claim(linkKey{"n9", "0"}, 2, 1))
-		assert.False(t, c.node("n2").claim(linkKey{"n9", "0"}, 1, 7))
+		require.True(t, c.node("n2").claim(linkKey{"n9", "0"}, linkSeen{epoch: 1, gen: 2}, 1), "a new link generation starts again at 1")
+		assert.False(t, c.node("n2").claim(linkKey{"n9", "0"}, linkSeen{epoch: 1, gen: 1}, 7), "an older generation")
+		require.True(t, c.node("n2").claim(linkKey{"n9", "0"}, linkSeen{epoch: 2, gen: 1}, 1), "a new incarnation")
+		assert.False(t, c.node("n2").claim(linkKey{"n9", "0"}, linkSeen{epoch: 1, gen: 3}, 9), "an older incarnation")
+		_, _, err := parseLink("n9@1#0")
+		assert.Equal(t, codes.InvalidArgument, status.Code(err))
 	})
 }
 
@@ -165,7 +173,7 @@ func TestOlderProtocolsAnswerUnimplemented(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				_ = s.Send(&relaypb.RelayStreamItem{Message: m, Recipients: []string{"b"}, Link: "n9@1#0", LinkSeq: 1})
+				_ = s.Send(&relaypb.RelayStreamItem{Message: m, Recipients: []string{"b"}, Link: "n9@1.1#0", LinkSeq: 1})
 				_, err = s.CloseAndRecv()
 				return err
 			})

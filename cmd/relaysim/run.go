@@ -25,6 +25,8 @@ type runFlags struct {
 	cost      string
 	bound     int
 	limit     int
+	versions  string
+	upgrade   string
 }
 
 func newRunFlags(name string, stderr io.Writer) *runFlags {
@@ -33,7 +35,9 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 	fs.SetOutput(stderr)
 	c := &f.cfg
 	fs.StringVar(&f.seed, "seed", "0x2a", "root seed, hex (0x2a) or decimal")
-	fs.StringVar(&f.mode, "mode", "bulk", "relay mode: single or bulk")
+	fs.StringVar(&f.mode, "mode", "bulk", "relay mode: single, bulk or stream (capped per pair of nodes by the protocol versions both speak)")
+	fs.StringVar(&f.versions, "versions", "", "relay protocol version of each node, from n1: e.g. v1,v2,v3 (default: every node the latest, v3)")
+	fs.StringVar(&f.upgrade, "upgrade", "", "run the seed as a rolling upgrade FROM:TO, e.g. v1:v3: every node starts at FROM and is restarted with TO one at a time during the load phase")
 	fs.StringVar(&f.scheduler, "scheduler", "random", "scheduler: random, pct or exhaustive")
 	fs.StringVar(&f.trace, "trace", "", "write the whole trace to this file")
 	fs.StringVar(&f.cost, "cost", "swarm", "cost model: swarm (per-seed latencies) or calibrated (contended CPUs and Redis, BENCHMARKS.md)")
@@ -78,6 +82,19 @@ func (f *runFlags) parse(args []string) error {
 	}
 	f.cfg.Seed = seed
 	f.cfg.Mode = system.Mode(f.mode)
+	if f.versions != "" {
+		if f.cfg.Versions, err = sim.ParseVersions(f.versions); err != nil {
+			return fmt.Errorf("-versions: %w", err)
+		}
+	}
+	if f.upgrade != "" {
+		if f.versions != "" {
+			return fmt.Errorf("-versions and -upgrade exclude each other (an upgrade starts every node at its FROM version)")
+		}
+		if f.cfg.Upgrade, err = sim.ParseUpgrade(f.upgrade); err != nil {
+			return fmt.Errorf("-upgrade: %w", err)
+		}
+	}
 	f.cfg.Scheduler = f.scheduler
 	if !f.faults || f.cfg.Calm {
 		f.cfg.Bounds = sim.NoFaults()
@@ -129,7 +146,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
-		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk [flags]; -h lists the flags\n", name)
+		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk|stream [flags]; -h lists the flags\n", name)
 		return exitUsage
 	}
 	// rerun: a failed run that did not keep its whole trace runs again
