@@ -29,6 +29,11 @@
 //   - partition-and-heal: two nodes cut off from each other, then healed.
 //   - duplicate-relays: responses lost for a while, so relays are retried
 //     and arrive twice; sessions deliver each message once.
+//   - stream-broken-mid-batch: the connection carrying relays is reset
+//     while a burst is on it (in stream mode: a stream holding unacked
+//     items, resent on a new one).
+//   - rolling-upgrade: four nodes upgraded one by one from relay protocol
+//     v1 to v3 under traffic; relays move from single to the file's mode.
 //
 // Each command is one handler (interaction_env_handler_*.go) whose doc
 // comment has an example; Env.Handle lists them. Commands and arguments
@@ -45,7 +50,8 @@
 //
 // # Every file in every mode
 //
-// TestScenarios plays each file once per relay mode, each in a synctest
+// TestScenarios plays each file once per relay mode (single, bulk,
+// stream: system.Modes), each in a synctest
 // bubble of its own, and merges the outputs command by command: a line
 // every mode printed appears bare, a line only some modes printed is led
 // by their names ("[single] n1 relay.single -> n2 r1#2 ... err=Unavailable").
@@ -53,7 +59,8 @@
 // story is the same and a reader should not compare three files to see
 // what a mode changes: the merged output shows exactly that (bulk's one
 // relay per node against single's one per recipient, single's pool queueing
-// behind retries) and is the differential check of DESIGN §4 done by eye.
+// behind retries, stream's broken and resent streams) and is the
+// differential check of DESIGN §4 done by eye.
 // The expected output is compared only after all modes ran, by datadriven
 // itself, so `-rewrite` works as usual:
 //
@@ -62,7 +69,8 @@
 //
 // The cluster of a file starts with "cluster" (3 nodes by default, a fixed
 // seed, the LAN-like cost model, a small pool, no fault but those the file
-// applies); faults go through sim's control panel (sim/control.go), which
+// applies, versions= for each node's relay protocol); "restart protocol="
+// upgrades a node (sim's upgrade fault); faults go through sim's control panel (sim/control.go), which
 // wraps the fault injector so the oracle records them as it records drawn
 // ones, and "check" judges the history so far with model.Check.
 package scenarios

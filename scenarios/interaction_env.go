@@ -368,6 +368,8 @@ func renderTrace(line string, allRelays bool) string {
 		return node + " crashed " + strings.TrimPrefix(what, "node.crash ")
 	case strings.HasPrefix(what, "node.upgrade"), strings.HasPrefix(what, "node.start failed"):
 		return node + " " + strings.TrimPrefix(what, "node.")
+	case !isEvent(what):
+		return "" // a scheduled operation ("stream.write <op id>"), not an event
 	case strings.HasPrefix(what, "relay."):
 		if !allRelays && (strings.HasSuffix(what, " attempt=1 ok") || strings.HasSuffix(what, " attempt=1 queued")) {
 			return ""
@@ -380,6 +382,17 @@ func renderTrace(line string, allRelays bool) string {
 		return node + " " + what
 	}
 	return ""
+}
+
+// isEvent tells a relay or stream event line ("relay.bulk -> n2 ...",
+// "stream.broken -> n2 ...") from the line of an operation the scheduler
+// released ("stream.write n1@2.4#0 ->n2"); other lines pass.
+func isEvent(what string) bool {
+	if !strings.HasPrefix(what, "relay.") && !strings.HasPrefix(what, "stream.") {
+		return true
+	}
+	_, rest, _ := strings.Cut(what, " ")
+	return strings.HasPrefix(rest, "-> ")
 }
 
 // dropField removes the space-separated field with prefix from s.

@@ -14,12 +14,15 @@ import (
 // one miniredis, seed=S for the scheduler's picks and the operations'
 // latencies (default 1), the seeds' LAN-like cost model, a small pool
 // (core 2, max 8, queue 16) so that saturation is reachable, and no fault
-// but those the file applies. relays=all makes the file tell every relay
-// call, not only those that failed or were retried.
+// but those the file applies. versions= gives the relay protocol each node
+// starts with, from n1 (v1 single only, v2 adds bulk, v3 adds stream;
+// default the latest): a node relays in the best mode both ends speak, up
+// to the file's mode. relays=all makes the file tell every relay call,
+// not only those that failed or were retried.
 //
 // Example:
 //
-//	cluster nodes=3 seed=0x2a
+//	cluster nodes=4 versions=v1,v1,v2,v3
 func (e *Env) handleCluster(a *args) (string, error) {
 	if e.c != nil {
 		return "", errors.New("cluster: a file starts one cluster")
@@ -39,8 +42,9 @@ func (e *Env) handleCluster(a *args) (string, error) {
 	default:
 		a.fail("relays=%s, want all or failed", r)
 	}
-	if vs := a.versions("versions"); len(vs) > 0 && a.err == nil {
-		a.fail("versions=: per-node protocol versions need sim.ClusterConfig.Versions, which this build does not have yet")
+	versions := a.versions("versions")
+	if len(versions) > nodes {
+		a.fail("versions= names %d nodes, the cluster has %d", len(versions), nodes)
 	}
 	if a.err != nil {
 		return "", nil
@@ -50,7 +54,7 @@ func (e *Env) handleCluster(a *args) (string, error) {
 	}
 	cost := sim.DefaultCost()
 	c, err := sim.NewCluster(sim.ClusterConfig{
-		Seed: seed, Mode: e.Mode, Nodes: nodes,
+		Seed: seed, Mode: e.Mode, Nodes: nodes, Versions: versions,
 		Executor: system.ExecutorConfig{Core: 2, Max: 8, Queue: 16, KeepAlive: 10 * time.Second},
 		Node:     func(nc *system.Config) { nc.OutboxSize = 64 },
 		Cost:     cost,

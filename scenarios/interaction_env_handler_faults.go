@@ -27,24 +27,34 @@ func (e *Env) handleCrash(a *args) (string, error) {
 }
 
 // handleRestart brings a crashed node back with a new epoch; peers dial the
-// new incarnation and clients may connect to it again.
+// new incarnation and clients may connect to it again. With protocol= the
+// node comes back speaking that relay protocol version; a node that is up
+// is then upgraded the way a rolling upgrade does it: stopped gracefully
+// (its clients' streams end and they reconnect elsewhere) and started
+// anew with the version.
 //
 // Example:
 //
-//	restart node=n2
+//	restart node=n2 protocol=v3
 func (e *Env) handleRestart(a *args) (string, error) {
 	i := a.node("node", true)
-	if v := a.protocol("protocol"); v != 0 && a.err == nil {
-		a.fail("protocol=: restarting with another protocol version needs sim's upgrade, which this build does not have yet")
-	}
+	v := a.protocol("protocol")
 	if a.err != nil {
 		return "", nil
 	}
-	if e.c.Up(i) {
-		return "", fmt.Errorf("restart: %s is up", e.c.NodeIDs()[i])
+	up := e.c.Up(i)
+	switch {
+	case up && v == 0:
+		return "", fmt.Errorf("restart: %s is up (restart protocol=vN upgrades a running node)", e.c.NodeIDs()[i])
+	case v != 0:
+		if err := e.c.Apply(sim.Fault{Kind: "upgrade", Node: i, Protocol: v}); err != nil {
+			return "", err
+		}
 	}
-	if err := e.c.Apply(sim.Fault{Kind: "restart", Node: i}); err != nil {
-		return "", err
+	if !up {
+		if err := e.c.Apply(sim.Fault{Kind: "restart", Node: i}); err != nil {
+			return "", err
+		}
 	}
 	return e.news(), nil
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // scenarioModes are the modes every scenario file is played in.
-var scenarioModes = []system.Mode{system.ModeSingle, system.ModeBulk}
+var scenarioModes = system.Modes
 
 // TestScenarios plays every scenario file of testdata/ in every relay
 // mode, each in a bubble of its own, merges the outputs (lines only some
