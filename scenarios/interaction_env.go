@@ -23,8 +23,8 @@ type Env struct {
 	c    *sim.Cluster
 	// rooms created so far (a first join creates its room).
 	rooms map[string]bool
-	// Marks: the history events, faults and trace lines already told.
-	events, faults, lines int
+	// Marks: the history events, deliveries, faults and trace lines already told.
+	events, deliveries, faults, lines int
 	// allRelays tells every relay call, not only those that failed or were
 	// retried (cluster relays=all).
 	allRelays bool
@@ -187,6 +187,14 @@ func (e *Env) news() string {
 		}
 	}
 	e.events = len(h.Events)
+	i := 0
+	h.Deliveries.Each(func(ev model.Event) { // the simulator keeps deliveries apart
+		if i >= e.deliveries {
+			add(ev.TraceLine, renderEvent(ev), false)
+		}
+		i++
+	})
+	e.deliveries = i
 	for _, f := range aggregateFaults(h.Faults[e.faults:]) {
 		add(f.line, f.text, false)
 	}
