@@ -125,7 +125,8 @@ func redisOptions(o redis.Options, pool int) *redis.Options {
 
 func (n *Node) newServer() *grpc.Server {
 	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(n.authUnary),
+		grpc.ChainUnaryInterceptor(n.authUnary, n.userUnary),
+		grpc.ChainStreamInterceptor(n.userStream),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:    n.cfg.StreamKeepAlive,
 			Timeout: n.cfg.StreamKeepAliveTimeout,
