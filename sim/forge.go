@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -106,7 +107,7 @@ func (c *Cluster) doNow(a Action) {
 	for i < len(cl.inbox) && cl.inbox[i].At <= a.At {
 		i++
 	}
-	cl.inbox = append(cl.inbox[:i], append([]Action{a}, cl.inbox[i:]...)...)
+	cl.inbox = slices.Insert(cl.inbox, i, a)
 	cl.mu.Unlock()
 	select {
 	case cl.wake <- struct{}{}:
