@@ -264,22 +264,20 @@ func measure(o Options, c Condition, mode system.Mode, as []sim.Action, res *sim
 	seen := map[key]bool{}
 	var lat []float64
 	for _, e := range h.Events {
-		switch e.Kind {
-		case model.KindSend:
-			if e.OK {
-				row.Messages++
-			}
-		case model.KindDeliver:
-			k := key{e.User, e.Seq}
-			if seen[k] {
-				continue
-			}
-			seen[k] = true
-			if at, ok := sentAt[e.MsgID]; ok {
-				lat = append(lat, float64(e.Time-at)/float64(time.Millisecond))
-			}
+		if e.Kind == model.KindSend && e.OK {
+			row.Messages++
 		}
 	}
+	h.EachDelivery(func(e model.Event) {
+		k := key{e.User, e.Seq}
+		if seen[k] {
+			return
+		}
+		seen[k] = true
+		if at, ok := sentAt[e.MsgID]; ok {
+			lat = append(lat, float64(e.Time-at)/float64(time.Millisecond))
+		}
+	})
 	if row.Messages > 0 {
 		row.Delivered = 100 * float64(len(seen)) / float64(row.Messages*c.Room)
 	}

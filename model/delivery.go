@@ -12,7 +12,8 @@ type judge struct {
 	h       *History
 	logs    logIndex
 	members map[string]map[string]*Membership
-	byMsg   map[string]Fault // per-operation faults by message, built on demand
+	byMsg   map[string]Fault    // per-operation faults by message, built on demand
+	seqs    map[string][]uint64 // each room's log seqs, sorted (logSeqs)
 }
 
 func newJudge(h *History) *judge {
@@ -22,18 +23,36 @@ func newJudge(h *History) *judge {
 
 func (j *judge) membership(room, user string) *Membership { return j.members[room][user] }
 
-// Expected returns the seqs of room's final log that user is certainly owed,
-// ascending.
+// expected returns the seqs of room's final log that user is certainly
+// owed, ascending (what ordering's owedBetween picks from).
 func (j *judge) expected(room, user string) []uint64 {
 	m := j.membership(room, user)
 	var out []uint64
-	for _, e := range j.h.Final.Logs[room] {
-		if m.owes(e.Seq) {
-			out = append(out, e.Seq)
+	for _, seq := range j.logSeqs(room) {
+		if m.owes(seq) {
+			out = append(out, seq)
 		}
 	}
+	return out
+}
+
+// logSeqs returns the seqs of room's final log, ascending and unique,
+// computed once per room (shared by every user of the room).
+func (j *judge) logSeqs(room string) []uint64 {
+	if seqs, ok := j.seqs[room]; ok {
+		return seqs
+	}
+	var out []uint64
+	for _, e := range j.h.Final.Logs[room] {
+		out = append(out, e.Seq)
+	}
 	slices.Sort(out)
-	return slices.Compact(out)
+	out = slices.Compact(out)
+	if j.seqs == nil {
+		j.seqs = map[string][]uint64{}
+	}
+	j.seqs[room] = out
+	return out
 }
 
 func formatWindows(ws []Window) string {
@@ -115,17 +134,14 @@ func CheckNoStray(h *History) []Violation { return newJudge(h).noStray() }
 
 func (j *judge) noStray() []Violation {
 	var out []Violation
-	for _, ev := range j.h.Events {
-		if ev.Kind != KindDeliver {
-			continue
-		}
+	j.h.EachDelivery(func(ev Event) {
 		if why := j.strayReason(ev); why != "" {
 			out = append(out, Violation{
 				Property: PropNoStray, User: ev.User, Room: ev.Room, Seq: ev.Seq,
 				Detail: why, TraceLines: lines(ev.TraceLine),
 			})
 		}
-	}
+	})
 	return out
 }
 
@@ -153,18 +169,10 @@ type tally struct {
 func CheckExactlyOnce(h *History) []Violation { return newJudge(h).exactlyOnce() }
 
 func (j *judge) exactlyOnce() []Violation {
-	got := map[userRoomSeq]*tally{}
+	got := countDeliveries(j.h)
 	acks := map[roomSeq][]int{}
 	for _, ev := range j.h.Events {
-		switch {
-		case ev.Kind == KindDeliver:
-			k := userRoomSeq{ev.User, ev.Room, ev.Seq}
-			if got[k] == nil {
-				got[k] = &tally{}
-			}
-			got[k].n++
-			got[k].lines = append(got[k].lines, ev.TraceLine)
-		case ev.Kind == KindSend && ev.OK && ev.Seq > 0:
+		if ev.Kind == KindSend && ev.OK && ev.Seq > 0 {
 			k := roomSeq{ev.Room, ev.Seq}
 			acks[k] = append(acks[k], ev.TraceLine)
 		}
@@ -177,7 +185,7 @@ func (j *judge) exactlyOnce() []Violation {
 				if !m.allows(e.Seq) {
 					continue
 				}
-				if v, bad := judgeCount(got[userRoomSeq{user, room, e.Seq}], acks[roomSeq{room, e.Seq}], m.owes(e.Seq)); bad {
+				if v, bad := judgeCount(got.tally(user, room, e.Seq), acks[roomSeq{room, e.Seq}], m.owes(e.Seq)); bad {
 					v.User, v.Room, v.Seq = user, room, e.Seq
 					out = append(out, v)
 				}
@@ -185,6 +193,52 @@ func (j *judge) exactlyOnce() []Violation {
 		}
 	}
 	return out
+}
+
+// deliveryCounts counts deliveries per (user, room, seq) in memory that
+// does not grow with the deliveries: per user and room the set of seqs
+// delivered at least once, and only for seqs delivered more than once
+// their count and the trace lines of every delivery (a second pass).
+type deliveryCounts struct {
+	once  map[userRoom]*seqSet
+	multi map[userRoomSeq]*tally
+}
+
+func countDeliveries(h *History) deliveryCounts {
+	c := deliveryCounts{once: map[userRoom]*seqSet{}, multi: map[userRoomSeq]*tally{}}
+	h.EachDelivery(func(ev Event) {
+		k := userRoom{ev.User, ev.Room}
+		s := c.once[k]
+		if s == nil {
+			s = &seqSet{}
+			c.once[k] = s
+		}
+		if !s.add(ev.Seq) {
+			c.multi[userRoomSeq{ev.User, ev.Room, ev.Seq}] = &tally{}
+		}
+	})
+	if len(c.multi) == 0 {
+		return c
+	}
+	h.EachDelivery(func(ev Event) {
+		if t := c.multi[userRoomSeq{ev.User, ev.Room, ev.Seq}]; t != nil {
+			t.n++
+			t.lines = append(t.lines, ev.TraceLine)
+		}
+	})
+	return c
+}
+
+// tally returns the count and lines of (user, room, seq); nil: never
+// delivered.
+func (c deliveryCounts) tally(user, room string, seq uint64) *tally {
+	if t := c.multi[userRoomSeq{user, room, seq}]; t != nil {
+		return t
+	}
+	if s := c.once[userRoom{user, room}]; s != nil && s.has(seq) {
+		return &tally{n: 1}
+	}
+	return nil
 }
 
 // judgeCount turns one message's tally into a violation. A missing message

@@ -13,10 +13,7 @@ func collectDelivered(h *History) deliveredIDs {
 	if h == nil {
 		return d
 	}
-	for _, ev := range h.Events {
-		if ev.Kind != KindDeliver {
-			continue
-		}
+	h.EachDelivery(func(ev Event) {
 		if d[ev.User] == nil {
 			d[ev.User] = map[string]map[string]int{}
 		}
@@ -26,7 +23,7 @@ func collectDelivered(h *History) deliveredIDs {
 		if _, dup := d[ev.User][ev.Room][ev.MsgID]; !dup {
 			d[ev.User][ev.Room][ev.MsgID] = ev.TraceLine
 		}
-	}
+	})
 	return d
 }
 

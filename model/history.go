@@ -218,14 +218,29 @@ type Fault struct {
 	TraceLine int
 }
 
+// Version says that node's incarnation started at From runs relay
+// protocol version Protocol (1: single only, 2: adds bulk, 3: adds stream),
+// as the harness started it.
+type Version struct {
+	Node     string
+	From     time.Duration
+	Protocol int
+}
+
 // History is everything a run recorded for the checkers.
 type History struct {
-	Mode    string // "single" or "bulk"
-	Events  []Event
-	Samples []Sample
-	Tasks   []Tasks
-	Faults  []Fault
-	Final   Final
+	Mode string // the configured relay mode: "single", "bulk" or "stream"
+	// Versions are the nodes' protocol versions over time, in start order
+	// (none: every node the latest).
+	Versions []Version
+	Events   []Event
+	// Deliveries holds deliveries compactly (the simulator records them
+	// there, not in Events); read every delivery with EachDelivery.
+	Deliveries *DeliveryLog
+	Samples    []Sample
+	Tasks      []Tasks
+	Faults     []Fault
+	Final      Final
 	// KeepAliveBound is the virtual time within which a node must close the
 	// stream of a client that vanished.
 	KeepAliveBound time.Duration
@@ -242,4 +257,27 @@ type History struct {
 	// GoroutineBound returns the most goroutines a node may have at a
 	// sample, from its connections and the pool maximum (nil: unchecked).
 	GoroutineBound func(s Sample) int
+}
+
+// modeRanks orders the relay modes by the protocol version they need.
+var modeRanks = map[string]int{"single": 1, "bulk": 2, "stream": 3}
+
+// ModeAt is the mode node relayed in at t: the configured mode, capped by
+// the protocol version its incarnation at t runs.
+func (h *History) ModeAt(node string, t time.Duration) string {
+	v := 3
+	for _, x := range h.Versions {
+		if x.Node == node && x.From <= t {
+			v = x.Protocol
+		}
+	}
+	if r := modeRanks[h.Mode]; r > 0 && r < v {
+		v = r
+	}
+	for m, r := range modeRanks {
+		if r == v {
+			return m
+		}
+	}
+	return h.Mode
 }

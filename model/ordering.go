@@ -7,8 +7,9 @@ import (
 
 // orderState follows one user's deliveries of one room.
 type orderState struct {
-	expected []uint64 // certainly owed seqs, ascending
-	seen     map[uint64]bool
+	logSeqs  []uint64    // the room's log seqs, ascending (shared)
+	m        *Membership // which of them the user is certainly owed
+	seen     seqSet
 	last     uint64 // highest seq delivered so far (0: none)
 	lastLine int    // trace line of that delivery
 }
@@ -24,27 +25,26 @@ func CheckOrdering(h *History) []Violation { return newJudge(h).ordering() }
 func (j *judge) ordering() []Violation {
 	states := map[userRoom]*orderState{}
 	var out []Violation
-	for _, ev := range j.h.Events {
-		if ev.Kind != KindDeliver || j.strayReason(ev) != "" {
-			continue
+	j.h.EachDelivery(func(ev Event) {
+		if j.strayReason(ev) != "" {
+			return
 		}
 		k := userRoom{ev.User, ev.Room}
 		st := states[k]
 		if st == nil {
-			st = &orderState{expected: j.expected(ev.Room, ev.User), seen: map[uint64]bool{}}
+			st = &orderState{logSeqs: j.logSeqs(ev.Room), m: j.membership(ev.Room, ev.User)}
 			states[k] = st
 		}
-		if st.seen[ev.Seq] {
-			continue // duplicate: CheckExactlyOnce reports it
+		if !st.seen.add(ev.Seq) {
+			return // duplicate: CheckExactlyOnce reports it
 		}
-		st.seen[ev.Seq] = true
 		if detail, prevLine := st.advance(ev); detail != "" {
 			out = append(out, Violation{
 				Property: PropOrdering, User: ev.User, Room: ev.Room, Seq: ev.Seq,
 				Detail: detail, TraceLines: lines(prevLine, ev.TraceLine),
 			})
 		}
-	}
+	})
 	return out
 }
 
@@ -69,12 +69,15 @@ func (st *orderState) advance(ev Event) (detail string, prevLine int) {
 	return fmt.Sprintf("delivered seq %d after seq %d, skipping owed seq(s) %s", ev.Seq, prev, few(skipped)), prevLine
 }
 
-// owedBetween returns the owed seqs strictly between lo and hi.
+// owedBetween returns the owed seqs (in the log and certainly inside the
+// user's windows) strictly between lo and hi.
 func (st *orderState) owedBetween(lo, hi uint64) []uint64 {
-	i := sort.Search(len(st.expected), func(i int) bool { return st.expected[i] > lo })
+	i := sort.Search(len(st.logSeqs), func(i int) bool { return st.logSeqs[i] > lo })
 	var out []uint64
-	for ; i < len(st.expected) && st.expected[i] < hi; i++ {
-		out = append(out, st.expected[i])
+	for ; i < len(st.logSeqs) && st.logSeqs[i] < hi; i++ {
+		if st.m.owes(st.logSeqs[i]) {
+			out = append(out, st.logSeqs[i])
+		}
 	}
 	return out
 }

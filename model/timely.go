@@ -1,6 +1,9 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // CheckTimely is timely live delivery: relays are an optimisation, and the
 // periodic catch-up from the room log would hide a relay path that never
@@ -25,15 +28,11 @@ func CheckTimely(h *History) []Violation {
 }
 
 func (j *judge) timely() []Violation {
-	first := firstDeliveries(j.h.Events)
+	first := j.firstDeliveries()
 	conns := streams(j.h.Events)
 	var out []Violation
 	for _, send := range j.h.Events {
-		// A send the client had to retry met a fault on its own way in.
-		if send.Kind != KindSend || !send.OK || send.Duplicate || send.Seq == 0 || send.Tries > 1 {
-			continue
-		}
-		if _, hit := j.opFaults()[msgKey(send.Room, send.Seq)]; hit {
+		if !j.judgedLive(send) {
 			continue
 		}
 		for _, user := range sortedKeys(j.members[send.Room]) {
@@ -45,7 +44,18 @@ func (j *judge) timely() []Violation {
 	return out
 }
 
-func (j *judge) judgeLive(send Event, user string, ss []span, first map[userRoomSeq]Event) (Violation, bool) {
+// judgedLive says whether a send's live delivery is judged: an acked
+// first send whose message no per-operation fault hit. A send the client
+// had to retry met a fault on its own way in.
+func (j *judge) judgedLive(send Event) bool {
+	if send.Kind != KindSend || !send.OK || send.Duplicate || send.Seq == 0 || send.Tries > 1 {
+		return false
+	}
+	_, hit := j.opFaults()[msgKey(send.Room, send.Seq)]
+	return !hit
+}
+
+func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Violation, bool) {
 	bound := j.h.LiveBound
 	if !j.membership(send.Room, user).owes(send.Seq) {
 		return Violation{}, false
@@ -63,7 +73,7 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first map[userRoom
 	}); hit {
 		return Violation{}, false
 	}
-	d, got := first[userRoomSeq{user, send.Room, send.Seq}]
+	d, got := first.get(user, send.Room, send.Seq)
 	if got && d.Time <= deadline.t {
 		return Violation{}, false
 	}
@@ -77,32 +87,68 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first map[userRoom
 	return v, true
 }
 
-func firstDeliveries(events []Event) map[userRoomSeq]Event {
-	out := map[userRoomSeq]Event{}
-	for _, ev := range events {
-		if ev.Kind != KindDeliver {
+// firsts answers "when did user first receive (room, seq)" for the judged
+// sends without keeping every delivery: per user and room the set of seqs
+// received, and the first delivery itself only where it came after the
+// earliest deadline of a judged send of its (room, seq) — a delivery
+// before that deadline is in time for every send of the seq.
+type firsts struct {
+	seen map[userRoom]*seqSet
+	late map[userRoomSeq]Event
+}
+
+func (j *judge) firstDeliveries() firsts {
+	deadline := map[roomSeq]time.Duration{}
+	for _, send := range j.h.Events {
+		if !j.judgedLive(send) {
 			continue
 		}
-		k := userRoomSeq{ev.User, ev.Room, ev.Seq}
-		if _, seen := out[k]; !seen {
-			out[k] = ev
+		k, at := roomSeq{send.Room, send.Seq}, send.Invoked+j.h.LiveBound
+		if d, ok := deadline[k]; !ok || at < d {
+			deadline[k] = at
 		}
 	}
-	return out
+	f := firsts{seen: map[userRoom]*seqSet{}, late: map[userRoomSeq]Event{}}
+	j.h.EachDelivery(func(ev Event) {
+		k := userRoom{ev.User, ev.Room}
+		s := f.seen[k]
+		if s == nil {
+			s = &seqSet{}
+			f.seen[k] = s
+		}
+		if !s.add(ev.Seq) {
+			return
+		}
+		if d, ok := deadline[roomSeq{ev.Room, ev.Seq}]; ok && ev.Time > d {
+			f.late[userRoomSeq{ev.User, ev.Room, ev.Seq}] = ev
+		}
+	})
+	return f
+}
+
+// get returns user's first delivery of (room, seq); when it was before
+// every deadline only its Time is meaningful, and it is the earliest
+// possible (0), which is in time.
+func (f firsts) get(user, room string, seq uint64) (Event, bool) {
+	if ev, late := f.late[userRoomSeq{user, room, seq}]; late {
+		return ev, true
+	}
+	if s := f.seen[userRoom{user, room}]; s != nil && s.has(seq) {
+		return Event{}, true
+	}
+	return Event{}, false
 }
 
 // DeliveryCounts returns how many deliveries came live and how many from the
 // room log.
 func DeliveryCounts(h *History) (live, fromLog int) {
-	for _, ev := range h.Events {
-		if ev.Kind == KindDeliver {
-			if ev.FromLog {
-				fromLog++
-			} else {
-				live++
-			}
+	h.EachDelivery(func(ev Event) {
+		if ev.FromLog {
+			fromLog++
+		} else {
+			live++
 		}
-	}
+	})
 	return live, fromLog
 }
 

@@ -57,8 +57,10 @@ type expectation struct {
 // certainly local to the sender's node (or certainly on node M) when its
 // client held a stream there through the whole send call and no fault that
 // could have ended the session or lost its route touched it meanwhile.
-// Single mode: one task per member. Bulk mode: one per local member plus
-// one per distinct remote server (DESIGN §2.2).
+// Single mode: one task per member. Bulk and stream mode: one per local
+// member plus one per distinct remote server (DESIGN §2.2). The mode is
+// the sender node's: the configured one, capped by the protocol version
+// the harness started that node with.
 func (j *judge) expectTasks(send Event, conns map[string][]span) expectation {
 	var certain, maybe []string
 	for _, user := range sortedKeys(j.members[send.Room]) {
@@ -70,7 +72,7 @@ func (j *judge) expectTasks(send Event, conns map[string][]span) expectation {
 			maybe = append(maybe, user)
 		}
 	}
-	if j.h.Mode == "single" {
+	if j.h.ModeAt(send.Node, send.Invoked) == "single" {
 		return expectation{len(certain), len(certain) + len(maybe),
 			fmt.Sprintf("%d members, %d more possible", len(certain), len(maybe))}
 	}
@@ -145,7 +147,7 @@ func (j *judge) judgeDispatch(send Event, seen []Tasks, conns map[string][]span)
 	if n < want.lo && j.crashedAfter(send) {
 		return nil // tasks still queued when the node crashed never start
 	}
-	v.Detail = fmt.Sprintf("%s dispatch started %d tasks at the executor's gates, expected %s (%s)", j.h.Mode, n, want.rangeText(), want.why)
+	v.Detail = fmt.Sprintf("%s dispatch started %d tasks at the executor's gates, expected %s (%s)", j.h.ModeAt(send.Node, send.Invoked), n, want.rangeText(), want.why)
 	v.TraceLines = lines(send.TraceLine, line)
 	return []Violation{v}
 }
@@ -159,7 +161,7 @@ func (e expectation) rangeText() string {
 
 func (j *judge) crashedAfter(send Event) bool {
 	for _, f := range j.h.Faults {
-		if f.Kind == "crash" && f.From >= send.Invoked && f.touchesNode(send.Node) {
+		if (f.Kind == "crash" || f.Kind == "upgrade") && f.From >= send.Invoked && f.touchesNode(send.Node) {
 			return true
 		}
 	}

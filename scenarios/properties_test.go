@@ -19,7 +19,7 @@ import (
 
 // TestRelayProperties generates rooms, membership changes, connections,
 // sends and faults as a rapid state machine over a simulated cluster, in
-// both relay modes, and checks every property of DESIGN §4: the prefix
+// every relay mode, with mixed protocol versions and upgrades, and checks every property of DESIGN §4: the prefix
 // properties (no stray delivery, per-room order, no loss, no stream leak,
 // bounded workers) after every action, and everything after the liveness
 // phase. The scheduler's picks are rapid draws, so schedules shrink with
@@ -27,7 +27,7 @@ import (
 // rapid's replay flags.
 func TestRelayProperties(t *testing.T) {
 	pinRapidSeed(t)
-	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
+	for _, mode := range system.Modes {
 		t.Run(string(mode), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				rapid.SyncTest(rt, func(rt *rapid.T) { runMachine(rt, mode) })
@@ -117,6 +117,7 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"redisSpike":  m.redisSpike,
 		"pause":       m.pause,
 		"slowClient":  m.slowClient,
+		"upgrade":     m.upgrade,
 		"":            m.invariants,
 	})
 	m.finish(rt)
@@ -141,8 +142,14 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 	}
 	m.rooms = []string{"r1", "r2"}
 	m.nodes = nodes
+	// Mixed-version clusters: mostly the latest protocol, sometimes an
+	// older build, as in the middle of a rolling upgrade.
+	versions := make([]int, nodes)
+	for i := range versions {
+		versions[i] = rapid.SampledFrom([]int{3, 3, 2, 1}).Draw(rt, "protocol")
+	}
 	c, err := sim.NewCluster(sim.ClusterConfig{
-		Seed: sim.Seed(rapid.Uint64().Draw(rt, "seed")), Mode: mode, Nodes: nodes,
+		Seed: sim.Seed(rapid.Uint64().Draw(rt, "seed")), Mode: mode, Nodes: nodes, Versions: versions,
 		Executor: system.ExecutorConfig{Core: 1, Max: 3, Queue: 2, KeepAlive: 5 * time.Second},
 		Node:     func(nc *system.Config) { nc.OutboxSize = 16 },
 		Cost:     sim.DefaultCost(), Mix: mix,
@@ -253,6 +260,14 @@ func (m *machine) partition(rt *rapid.T) {
 func (m *machine) heal(rt *rapid.T) {
 	m.c.Net.Heal()
 	m.c.Sched.RunFor(10 * time.Millisecond)
+}
+
+// upgrade restarts a node with another protocol version (up or down: a
+// rollback is an upgrade too), gracefully, under traffic.
+func (m *machine) upgrade(rt *rapid.T) {
+	i := m.node(rt)
+	v := rapid.IntRange(1, 3).Draw(rt, "to")
+	m.inject(rt, sim.Fault{Kind: "upgrade", Node: i, Protocol: v})
 }
 
 func (m *machine) flushRoutes(rt *rapid.T) { m.inject(rt, sim.Fault{Kind: "route-flush"}) }

@@ -22,8 +22,8 @@ var (
 )
 
 // TestRelaySeeds runs the runner's default simulation (workload, faults,
-// liveness phase, every property) on a sample of seeds in both modes, and
-// each seed's calm variant in both modes for mode equivalence: the same
+// liveness phase, every property) on a sample of seeds in every mode, and
+// each seed's calm variant in every mode for mode equivalence: the same
 // runs as `relaysim sweep`. With -seed it replays that one seed, and
 // -simtrace writes its trace. A failure prints the banner with the replay
 // command.
@@ -35,7 +35,7 @@ func TestRelaySeeds(t *testing.T) {
 	if testing.Short() && *seedFlag == "" {
 		seeds = seeds[:min(len(seeds), 10)]
 	}
-	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
+	for _, mode := range system.Modes {
 		t.Run(string(mode), func(t *testing.T) {
 			for _, seed := range seeds {
 				t.Run(seed.String(), func(t *testing.T) {

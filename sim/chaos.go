@@ -56,6 +56,10 @@ func (c *Cluster) Inject(f Fault) {
 		if err := c.Restart(f.Node); err != nil {
 			c.Trace.Event(c.Now(), "chaos", "restart n%d failed: %v", f.Node+1, err)
 		}
+	case "upgrade":
+		if err := c.Upgrade(f.Node, f.Protocol); err != nil {
+			c.Trace.Event(c.Now(), "chaos", "upgrade n%d failed: %v", f.Node+1, err)
+		}
 	case "partition":
 		for _, l := range c.links(f) {
 			c.Net.Cut(l[0], l[1])
@@ -88,7 +92,7 @@ func (c *Cluster) recordTimed(f Fault) {
 	now := c.Now()
 	mf := model.Fault{From: now, To: now + f.For, Kind: f.Kind}
 	switch f.Kind {
-	case "crash", "restart", "forge": // forge: the forged call's own event records it
+	case "crash", "restart", "upgrade", "forge": // forge: the forged call's own event records it
 		return
 	case "partition":
 		mf.To, mf.Nodes = -1, c.linkNodes(f)

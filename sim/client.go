@@ -352,6 +352,7 @@ func (c *Cluster) clientConn(node, tag string) *grpc.ClientConn {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(c.Net.Dialer(tag)),
 		grpc.WithConnectParams(deterministicConnect),
+		grpc.WithReadBufferSize(grpcReadBuffer),
 	)
 	if err != nil {
 		panic(fmt.Sprintf("grpc.NewClient(%s): %v", node, err)) // only fails on malformed options
@@ -443,7 +444,7 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 		c.Stats.Deliveries++
 		src := map[bool]string{true: " log"}[d.FromLog]
 		line := c.Trace.Event(c.Now(), cl.user, "deliver %s#%d %s%s", d.Room, d.Seq, d.MsgId, src)
-		c.record(model.Event{Time: c.Now(), Kind: model.KindDeliver, User: cl.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId, FromLog: d.FromLog, Node: c.nodes[cs.node].id, TraceLine: line})
+		c.recordDelivery(model.Event{Time: c.Now(), Kind: model.KindDeliver, User: cl.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId, FromLog: d.FromLog, Node: c.nodes[cs.node].id, TraceLine: line})
 	}
 }
 

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"runtime/pprof"
 	"sort"
@@ -35,22 +36,29 @@ type ClusterConfig struct {
 	RunID string
 	// CPU, when set, makes ops contend for node CPUs and Redis (cpu.go).
 	CPU *CPUModel
+	// Versions is the relay protocol version each node starts with (index
+	// i for node i); missing or 0 means the latest.
+	Versions []int
+	// History, when set, receives the history as it is recorded.
+	History io.Writer
 }
 
 // Cluster is a relay cluster inside one bubble: nodes over bufconn, one
 // miniredis, simulated clients, the scheduler, and the recorded history.
 type Cluster struct {
-	cfg    ClusterConfig
-	Sched  *Scheduler
-	Trace  *Trace
-	Net    *Network
-	Redis  *miniredis.Miniredis
-	nodes  []*simNode
-	users  map[string]*Client
-	hist   model.History
-	faults faultState
-	Stats  Stats
-	seeds  struct{ faults, cost Seed }
+	cfg   ClusterConfig
+	Sched *Scheduler
+	Trace *Trace
+	Net   *Network
+	Redis *miniredis.Miniredis
+	nodes []*simNode
+	users map[string]*Client
+	hist  model.History
+	// histOut streams the history to ClusterConfig.History (nil: not asked).
+	histOut *historyOut
+	faults  faultState
+	Stats   Stats
+	seeds   struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
 	// kills are the Kill calls of crashed incarnations, closed when one
@@ -94,12 +102,15 @@ type simNode struct {
 	peak        int
 	peakRunning int
 	epoch       uint64
+	// protocol is the relay protocol version the node runs (and restarts
+	// with, until an upgrade changes it).
+	protocol int
 }
 
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
 // goroutine that will drive the scheduler.
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
-	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID}
+	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID, histOut: newHistoryOut(cfg.History)}
 	if c.runID == "" {
 		c.runID = "cluster" + strconv.FormatInt(runs.Add(1), 10)
 	}
@@ -118,7 +129,11 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.Redis = miniredis.NewMiniRedis()
 	c.Redis.ClockTTL(true)
 	for i := range cfg.Nodes {
-		c.nodes = append(c.nodes, &simNode{idx: i, id: fmt.Sprintf("n%d", i+1)})
+		sn := &simNode{idx: i, id: fmt.Sprintf("n%d", i+1), protocol: system.ProtocolLatest}
+		if i < len(cfg.Versions) && cfg.Versions[i] != 0 {
+			sn.protocol = cfg.Versions[i]
+		}
+		c.nodes = append(c.nodes, sn)
 	}
 	for _, sn := range c.nodes {
 		if err := c.drive(func() error { return c.startNode(sn) }); err != nil {
@@ -183,7 +198,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	if c.cfg.Node != nil {
 		c.cfg.Node(&cfg)
 	}
-	cfg.NodeID, cfg.Advertise, cfg.Mode = sn.id, sn.id, c.cfg.Mode
+	cfg.NodeID, cfg.Advertise, cfg.Mode, cfg.Protocol = sn.id, sn.id, c.cfg.Mode, sn.protocol
 	cfg.ClusterToken = "relaysim-cluster"
 	cfg.UserSecret = c.userSecret
 	if c.cfg.Executor.Max > 0 {
@@ -219,10 +234,54 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
-	c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, c.cfg.Mode)
+	if sn.protocol == system.ProtocolLatest {
+		c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, c.cfg.Mode)
+	} else {
+		c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s protocol=v%d (relays in %s)", sn.epoch, c.cfg.Mode, sn.protocol, n.Mode())
+	}
+	c.recordVersion(sn)
 	c.endFault("crash", sn.id)
+	c.endFault("upgrade", sn.id)
 	return nil
 }
+
+// recordVersion tells the oracle which protocol the node's new incarnation
+// runs: the harness chose it, the relay is not asked.
+func (c *Cluster) recordVersion(sn *simNode) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
+	if c.Trace.Frozen() {
+		return
+	}
+	c.hist.Versions = append(c.hist.Versions, model.Version{Node: sn.id, From: c.Now(), Protocol: sn.protocol})
+}
+
+// Upgrade restarts node i with relay protocol version v, as a rolling
+// upgrade does: the running incarnation stops gracefully (its client
+// streams are closed and its clients reconnect elsewhere), then a new one
+// starts with v. A node that is down comes back with v at its restart. Call
+// it from a gated goroutine (the chaos injector) or through drive.
+func (c *Cluster) Upgrade(i, v int) error {
+	sn := c.nodes[i]
+	from := sn.protocol
+	sn.protocol = v
+	if !sn.up || sn.starting {
+		c.Trace.Event(c.Now(), sn.id, "node.upgrade v%d -> v%d at its restart", from, v)
+		return nil
+	}
+	c.Trace.Event(c.Now(), sn.id, "node.upgrade v%d -> v%d epoch=%d", from, v, sn.epoch)
+	c.recordFault(model.Fault{From: c.Now(), To: -1, Kind: "upgrade", Nodes: []string{sn.id}})
+	c.notePeak(sn)
+	sn.up = false
+	ctx, cancel := context.WithTimeout(context.Background(), upgradeStopTimeout)
+	sn.n.Stop(ctx)
+	cancel()
+	c.Stats.Restarts++
+	return c.startNode(sn)
+}
+
+// upgradeStopTimeout bounds a graceful stop before the node is cut hard.
+const upgradeStopTimeout = 5 * time.Second
 
 // redisOptions connects go-redis to the in-memory miniredis: no DNS (an IP
 // literal that is never dialled), no maintenance notifications, no identity
@@ -349,6 +408,22 @@ func (c *Cluster) record(ev model.Event) {
 		return
 	}
 	c.hist.Events = append(c.hist.Events, ev)
+	c.histOut.write(historyLine{Type: "event", Event: &ev})
+}
+
+// recordDelivery adds a delivery to the history's compact delivery log
+// (model.DeliveryLog: ~8 bytes a delivery instead of an Event's ~200).
+func (c *Cluster) recordDelivery(ev model.Event) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
+	if c.Trace.Frozen() {
+		return
+	}
+	if c.hist.Deliveries == nil {
+		c.hist.Deliveries = &model.DeliveryLog{}
+	}
+	c.hist.Deliveries.Add(ev)
+	c.histOut.write(historyLine{Type: "event", Event: &ev})
 }
 
 // users sorted.
@@ -368,7 +443,7 @@ func (c *Cluster) userList() []*Client {
 // Final reads the only server state the oracle reads: the logs of the rooms
 // the clients named.
 func (c *Cluster) Final() (model.Final, error) {
-	logs, err := readLogs(c.Redis, roomsSeen(c.hist.Events))
+	logs, err := readLogs(c.Redis, roomsSeen(c.hist.Events, c.hist.Deliveries.Rooms()))
 	return model.Final{Logs: logs}, err
 }
 
@@ -378,6 +453,7 @@ func (c *Cluster) Final() (model.Final, error) {
 func (c *Cluster) Snapshot() (*model.History, error) {
 	h := c.hist
 	h.Events = append([]model.Event(nil), c.hist.Events...)
+	h.Deliveries = c.hist.Deliveries.Snapshot()
 	for _, cl := range c.userList() {
 		cl.mu.Lock()
 		if cl.pending != nil {

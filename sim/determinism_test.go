@@ -40,11 +40,9 @@ func runOK(t *testing.T, cfg Config) *Result {
 // deliveries renders what every user received, in order, with times.
 func deliveries(h *model.History) string {
 	var b strings.Builder
-	for _, e := range h.Events {
-		if e.Kind == model.KindDeliver {
-			fmt.Fprintf(&b, "%v %s %s#%d\n", e.Time, e.User, e.Room, e.Seq)
-		}
-	}
+	h.EachDelivery(func(e model.Event) {
+		fmt.Fprintf(&b, "%v %s %s#%d\n", e.Time, e.User, e.Room, e.Seq)
+	})
 	return b.String()
 }
 

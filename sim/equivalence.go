@@ -7,8 +7,8 @@ import (
 	"github.com/relaysim/relaysim/system"
 )
 
-// Modes are the relay modes mode equivalence compares.
-var Modes = []system.Mode{system.ModeSingle, system.ModeBulk}
+// Modes are the relay modes mode equivalence compares: all of them.
+var Modes = system.Modes
 
 // Equivalence runs cfg's calm variant (CalmVariant) in every relay mode and
 // compares what every user received (model.CheckModeEquivalence). Each run

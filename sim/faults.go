@@ -113,13 +113,15 @@ func (m FaultMix) String() string {
 // Fault is one timed fault of the fault phase.
 type Fault struct {
 	At   time.Duration
-	Kind string // crash, restart, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow, forge
+	Kind string // crash, restart, upgrade, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow, forge
 	Node int    // node index (crash, restart, pause, partition side a)
 	Peer int    // partition side b (-1: isolate Node from everyone)
 	// OneWay cuts only Node -> Peer.
 	OneWay bool
 	For    time.Duration
 	User   string
+	// Protocol is the version an upgrade restarts the node with.
+	Protocol int
 	// Forge is a forge fault's call, made by User's client.
 	Forge Forgery
 }
@@ -140,6 +142,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("redis-spike +%v for %v", redisSpikeLatency, f.For)
 	case "restart":
 		return fmt.Sprintf("restart n%d", f.Node+1)
+	case "upgrade":
+		return fmt.Sprintf("upgrade n%d to v%d", f.Node+1, f.Protocol)
 	case "heal":
 		if f.Peer < 0 {
 			return fmt.Sprintf("heal isolated n%d", f.Node+1)
@@ -224,6 +228,11 @@ func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end tim
 
 // decide reports whether a fault of probability p hits the op with key, on
 // its k-th occurrence: a function of identity, not of arrival order.
+// netFaults reports whether any per-relay network fault can be drawn.
+func (m FaultMix) netFaults() bool {
+	return m.DropRequest > 0 || m.DropResponse > 0 || m.Duplicate > 0 || m.Delay > 0
+}
+
 func decide(seed Seed, p float64, key string, k int) bool {
 	if p <= 0 {
 		return false

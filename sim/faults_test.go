@@ -52,11 +52,11 @@ func traceLines(c *Cluster, substr string) []string {
 
 func delivered(c *Cluster, user, msg string) int {
 	n := 0
-	for _, e := range c.History().Events {
-		if e.Kind == model.KindDeliver && e.User == user && e.MsgID == msg {
+	c.History().EachDelivery(func(e model.Event) {
+		if e.User == user && e.MsgID == msg {
 			n++
 		}
-	}
+	})
 	return n
 }
 

@@ -84,8 +84,23 @@ func (h *nodeHooks) Observe(e any) {
 			c.Stats.RelayErrors++
 			res = "err=" + status.Code(e.Err).String()
 		}
-		kind := map[bool]string{true: "relay.bulk", false: "relay.single"}[e.Bulk]
-		c.Trace.Event(c.Now(), e.Node, "%s -> %s %s#%d recipients=%d attempt=%d %s", kind, e.Target, e.Room, e.Seq, e.Recipients, e.Attempt, res)
+		mode := e.Mode
+		if mode == "" {
+			mode = map[bool]system.Mode{true: system.ModeBulk, false: system.ModeSingle}[e.Bulk]
+		}
+		if mode == system.ModeStream {
+			res = map[bool]string{true: "queued", false: res}[e.Err == nil]
+		}
+		c.Trace.Event(c.Now(), e.Node, "relay.%s -> %s %s#%d recipients=%d attempt=%d %s", mode, e.Target, e.Room, e.Seq, e.Recipients, e.Attempt, res)
+	case system.StreamEvent:
+		res := ""
+		switch {
+		case e.Err != nil:
+			res = " err=" + status.Code(e.Err).String()
+		case e.What == "ack":
+			res = fmt.Sprintf(" acked=%d", e.Acked)
+		}
+		c.Trace.Event(c.Now(), e.Node, "stream.%s -> %s %s items=%d%s", e.What, e.Target, e.Link, e.Items, res)
 	}
 }
 
@@ -155,8 +170,14 @@ func (h *nodeHooks) redisGate(id string, units int) error {
 		c.opFault("redis-outage", id, true, node)
 		return errors.New("simulated redis outage")
 	}
+	// The occurrence count only matters to a draw that can succeed: with
+	// no Redis errors in the mix, or faults over for good (the liveness
+	// phase), counting would only grow a map by one key per command.
+	if c.faults.mix.RedisError <= 0 || !c.faults.on {
+		return nil
+	}
 	k := c.faults.occurrence("redis|" + node + "|" + id)
-	if decide(c.seeds.faults.Derive("redis"), c.faults.mix.RedisError, node+"|"+id, k) && c.faults.on {
+	if decide(c.seeds.faults.Derive("redis"), c.faults.mix.RedisError, node+"|"+id, k) {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), node, "fault redis-error %s", id)
 		c.opFault("redis-error", id, true, node)
@@ -187,13 +208,19 @@ const (
 func (h *nodeHooks) serverOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.StatsHandler(&h.streams),
+		grpc.ReadBufferSize(grpcReadBuffer),
 		grpc.ChainUnaryInterceptor(h.serverUnary),
 		grpc.ChainStreamInterceptor(h.serverStream),
 	}
 }
 
 func (h *nodeHooks) dialOptions() []grpc.DialOption {
-	return []grpc.DialOption{grpc.WithChainUnaryInterceptor(h.peerUnary), grpc.WithConnectParams(deterministicConnect)}
+	return []grpc.DialOption{
+		grpc.WithChainUnaryInterceptor(h.peerUnary),
+		grpc.WithChainStreamInterceptor(h.peerStream),
+		grpc.WithConnectParams(deterministicConnect),
+		grpc.WithReadBufferSize(grpcReadBuffer),
+	}
 }
 
 // callID names an incoming call from its metadata: the caller's operation
@@ -227,7 +254,11 @@ func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnarySe
 }
 
 func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, callID(ss.Context(), info.FullMethod), 0)
+	id := callID(ss.Context(), info.FullMethod)
+	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, id, 0)
+	if info.FullMethod == relaypb.Relay_RelayStream_FullMethodName {
+		ss = &serverRelayStream{ServerStream: ss, h: h, id: id}
+	}
 	return handler(srv, ss)
 }
 
@@ -247,8 +278,11 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	// others: park before any fault decision or trace line.
 	c.Sched.GateSized(h, h.node, KindRPCSend, id+" "+attemptOf(ctx), 0, recipientsOf(req))
 	fs := c.seeds.faults.Derive("net")
-	k := c.faults.occurrence("net|" + key)
 	on := c.faults.on
+	k := 0
+	if on && c.faults.mix.netFaults() { // as in redisGate: count only what a draw can use
+		k = c.faults.occurrence("net|" + key)
+	}
 	switch {
 	case c.Net.Blocked(h.node, target):
 		return h.lost(ctx, "partition", id, target)

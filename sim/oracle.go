@@ -240,13 +240,17 @@ func decodeLogEntry(b []byte) (model.LogEntry, error) {
 	return e, nil
 }
 
-// roomsSeen lists the rooms the clients named, sorted.
-func roomsSeen(events []model.Event) []string {
+// roomsSeen lists the rooms the clients named (in events, or in
+// deliveries: more), sorted.
+func roomsSeen(events []model.Event, more []string) []string {
 	seen := map[string]bool{}
 	for _, ev := range events {
 		if ev.Room != "" {
 			seen[ev.Room] = true
 		}
+	}
+	for _, r := range more {
+		seen[r] = true
 	}
 	out := make([]string, 0, len(seen))
 	for r := range seen {
@@ -284,11 +288,18 @@ const (
 func Recovery(cfg system.Config) map[string]time.Duration {
 	relay := time.Duration(cfg.RelayAttempts) * (cfg.RelayTimeout + time.Duration(cfg.RelayAttempts)*cfg.RelayBackoff)
 	reconnect := deterministicConnect.Backoff.MaxDelay + deterministicConnect.MinConnectTimeout + relay
+	// A broken relay stream holds its link's items until the writer has
+	// backed off, reopened and written them again (at most its attempts,
+	// each bounded by the write watchdog), after the stream that broke had
+	// lingered at most StreamLinger.
+	stream := relay + cfg.StreamLinger
 	return map[string]time.Duration{
-		"":            reconnect,
-		"op":          relay,
-		"route-flush": cfg.RouteTTL/3 + reconnect,
-		"vanish":      cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
-		"slow":        cfg.CatchUpInterval + reconnect,
+		"":             reconnect,
+		"stream-break": stream,
+		"ack-lost":     stream,
+		"op":           relay,
+		"route-flush":  cfg.RouteTTL/3 + reconnect,
+		"vanish":       cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
+		"slow":         cfg.CatchUpInterval + reconnect,
 	}
 }

@@ -3,7 +3,9 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"runtime/pprof"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,12 +37,23 @@ type Config struct {
 	// SampleEvery is how often metrics are sampled (virtual time).
 	SampleEvery time.Duration
 	KeepTrace   bool
+	// History, when set, receives the run's history as JSON lines while
+	// it runs (historyout.go).
+	History io.Writer
 	// Chooser, when set, makes the scheduler's picks (rapid draws).
 	Chooser Chooser
 	// Exhaustive, when set, is the exhaustive strategy to follow.
 	Exhaustive *Exhaustive
 	// Negative controls for the determinism check.
 	ByArrival, Ungated bool
+	// Versions is each node's relay protocol version at the start (missing
+	// or 0: the latest).
+	Versions []int
+	// Upgrade, when set, runs the seed as a rolling upgrade: every node
+	// starts at Upgrade.From and is restarted with Upgrade.To one at a
+	// time, evenly spread over the load phase, under the seed's traffic and
+	// faults.
+	Upgrade *Upgrade
 	// Actions, when set, replaces the generated workload.
 	Actions []Action
 	// FixedCost, when set, replaces the seed-drawn cost model.
@@ -55,6 +68,9 @@ type Config struct {
 	// result when goroutines outlived teardown, before synctest fails the
 	// bubble with its dump.
 	OnLeftovers func(*Result)
+	// OnEnd, when set, is called inside the bubble when the run's last
+	// phase ended, before teardown and the checks (a heap profile).
+	OnEnd func()
 }
 
 // DefaultConfig is the runner's embedded default: 3 nodes, 12 users in 3
@@ -82,8 +98,10 @@ func (c Config) CalmVariant(mode system.Mode) Config {
 // Validate reports a configuration that cannot run.
 func (c Config) Validate() error {
 	switch {
-	case c.Mode != system.ModeSingle && c.Mode != system.ModeBulk:
-		return fmt.Errorf("unknown mode %q (want single or bulk)", c.Mode)
+	case !validMode(c.Mode):
+		return fmt.Errorf("unknown mode %q (want single, bulk or stream)", c.Mode)
+	case len(c.Versions) > c.Nodes:
+		return fmt.Errorf("%d protocol versions for %d nodes", len(c.Versions), c.Nodes)
 	case c.Nodes < 1 || c.Nodes > 64:
 		return fmt.Errorf("nodes must be 1..64, got %d", c.Nodes)
 	case c.Users < 1 || c.Users > 100000:
@@ -107,6 +125,11 @@ func (c Config) Validate() error {
 		return fmt.Errorf("unknown scheduler %q (want random, pct or exhaustive)", c.Scheduler)
 	}
 	return nil
+}
+
+func validMode(m system.Mode) bool {
+	_, err := system.ParseMode(string(m))
+	return err == nil
 }
 
 // Result is what a run produced.
@@ -185,13 +208,14 @@ func runInBubble(cfg Config, res *Result) {
 	users := usersOf(wl.Actions)
 	plan := cfg.Seed.Derive("faults").Derive("plan")
 	res.Faults = PlanFaults(plan, res.Mix, cfg.Nodes, users, cfg.Tick*4, cfg.Duration)
+	res.Faults = cfg.Upgrade.plan(res.Faults, cfg.Nodes, cfg.Duration)
 	res.Faults = withForgeries(res.Faults, PlanForgeries(plan, res.Mix.Forgeries, users, roomsOf(wl.Actions), cfg.Tick*4, cfg.Duration))
 	header(trace, cfg, res, strategy, len(wl.Actions))
 
 	c, err := NewCluster(ClusterConfig{
-		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor,
+		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Versions: cfg.startVersions(),
 		Node: func(nc *system.Config) { nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels },
-		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU,
+		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU, History: cfg.History,
 	})
 	if err != nil {
 		res.Err = fmt.Errorf("start cluster: %w", err)
@@ -216,6 +240,68 @@ func runInBubble(cfg Config, res *Result) {
 	c.Sched.RunFor(cfg.Executor.KeepAlive + time.Second)
 	c.Sample(true, true)
 	res.finish(c, id)
+}
+
+// Upgrade is a rolling upgrade from one relay protocol version to another.
+type Upgrade struct{ From, To int }
+
+// ParseUpgrade reads "v1:v3".
+func ParseUpgrade(s string) (*Upgrade, error) {
+	from, to, ok := strings.Cut(s, ":")
+	if !ok {
+		return nil, fmt.Errorf("bad upgrade %q (want FROM:TO, e.g. v1:v3)", s)
+	}
+	f, err := system.ParseProtocol(from)
+	if err != nil {
+		return nil, fmt.Errorf("bad upgrade %q: %w", s, err)
+	}
+	t, err := system.ParseProtocol(to)
+	if err != nil {
+		return nil, fmt.Errorf("bad upgrade %q: %w", s, err)
+	}
+	return &Upgrade{From: f, To: t}, nil
+}
+
+func (u *Upgrade) String() string { return fmt.Sprintf("v%d:v%d", u.From, u.To) }
+
+// ParseVersions reads "v1,v2,v3" (one per node, from n1).
+func ParseVersions(s string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(s, ",") {
+		v, err := system.ParseProtocol(strings.TrimSpace(p))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// startVersions is what each node starts with: Versions, or the upgrade's
+// From for every node.
+func (c Config) startVersions() []int {
+	if c.Upgrade == nil {
+		return c.Versions
+	}
+	out := make([]int, c.Nodes)
+	for i := range out {
+		out[i] = c.Upgrade.From
+	}
+	return out
+}
+
+// plan adds the upgrade's steps to a fault plan: node i is restarted with
+// To at (i+1)/(nodes+1) of the load phase.
+func (u *Upgrade) plan(fs []Fault, nodes int, load time.Duration) []Fault {
+	if u == nil {
+		return fs
+	}
+	for i := range nodes {
+		at := (load * time.Duration(i+1) / time.Duration(nodes+1)).Truncate(time.Millisecond)
+		fs = append(fs, Fault{At: at, Kind: "upgrade", Node: i, Protocol: u.To})
+	}
+	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
+	return fs
 }
 
 // closeBound is how soon a node must end the stream of a client that
@@ -267,10 +353,16 @@ func (res *Result) finish(c *Cluster, id string) {
 		res.Err = fmt.Errorf("gate key parked twice at once (harness bug): %s", k)
 	}
 	res.TraceHash = c.Trace.Hash()
+	if res.Config.OnEnd != nil {
+		res.Config.OnEnd()
+	}
 	c.Close()
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
 	c.hist.Final = final
+	if err := c.histOut.finish(&c.hist); err != nil && res.Err == nil {
+		res.Err = fmt.Errorf("write history: %w", err)
+	}
 	res.History = &c.hist
 	res.Violations = model.Check(&c.hist)
 	res.Live, res.FromLog = model.DeliveryCounts(&c.hist)
@@ -358,6 +450,9 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 		cfg.Executor.Core, cfg.Executor.Max, cfg.Executor.Queue, cfg.Executor.KeepAlive, res.Channels)
 	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d%s", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions,
 		map[bool]string{true: " calm"}[cfg.Calm])
+	if v := cfg.startVersions(); len(v) > 0 {
+		t.Header("protocols %s%s", formatVersions(v), map[bool]string{true: " upgrade=" + cfg.Upgrade.String()}[cfg.Upgrade != nil])
+	}
 	t.Header("faults %s", res.Mix)
 	for _, f := range res.Faults {
 		t.Header("fault at %s: %s", FormatTime(f.At), f)
@@ -366,6 +461,14 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 	if cfg.CPU != nil {
 		t.Header("cpu %s", cfg.CPU)
 	}
+}
+
+func formatVersions(vs []int) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprintf("n%d=v%d", i+1, v)
+	}
+	return strings.Join(parts, " ")
 }
 
 // DrawChannels draws a seed's gRPC connections per peer, 1 to 4.

@@ -203,7 +203,7 @@ func (bb *benchBed) relayBulk(m *relaypb.RelayedMessage, pool *Executor) {
 	for _, g := range groups {
 		pool.Submit("bulk "+g.server, func() {
 			defer wg.Done()
-			n.relay(n.ctx, g.server, g.users, m, true)
+			n.relay(n.ctx, g.server, g.users, m, ModeBulk)
 		})
 	}
 	wg.Wait()

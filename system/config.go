@@ -5,30 +5,78 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 )
 
-// Mode selects how a node relays a message to recipients on other nodes. Both
-// RPCs exist in every build; the mode is a configuration flag.
+// Mode selects how a node relays a message to recipients on other nodes.
+// Every RPC of the protocol version a node speaks exists in its build; the
+// mode is a configuration flag, and caps what a sender uses with a peer.
 type Mode string
 
 const (
-	// ModeSingle sends one RelayMessage per remote recipient.
+	// ModeSingle sends one RelayMessage per remote recipient (protocol v1).
 	ModeSingle Mode = "single"
-	// ModeBulk sends one RelayBulkMessage per destination server.
+	// ModeBulk sends one RelayBulkMessage per destination server (v2).
 	ModeBulk Mode = "bulk"
+	// ModeStream writes one item per destination server on a long-lived
+	// RelayStream per peer channel (v3).
+	ModeStream Mode = "stream"
 )
+
+// Modes are the relay modes, from the oldest protocol to the newest.
+var Modes = []Mode{ModeSingle, ModeBulk, ModeStream}
 
 // ParseMode validates a mode name.
 func ParseMode(s string) (Mode, error) {
 	switch Mode(s) {
-	case ModeSingle, ModeBulk:
+	case ModeSingle, ModeBulk, ModeStream:
 		return Mode(s), nil
 	}
-	return "", fmt.Errorf("unknown relay mode %q (want single or bulk)", s)
+	return "", fmt.Errorf("unknown relay mode %q (want single, bulk or stream)", s)
+}
+
+// Relay protocol versions: v1 has RelayMessage only, v2 adds
+// RelayBulkMessage, v3 adds RelayStream.
+const (
+	ProtocolV1     = 1
+	ProtocolV2     = 2
+	ProtocolV3     = 3
+	ProtocolLatest = ProtocolV3
+)
+
+// ParseProtocol reads a protocol version: "3" or "v3".
+func ParseProtocol(s string) (int, error) {
+	v, err := strconv.Atoi(strings.TrimPrefix(s, "v"))
+	if err != nil || v < ProtocolV1 || v > ProtocolLatest {
+		return 0, fmt.Errorf("unknown relay protocol %q (want v1, v2 or v3)", s)
+	}
+	return v, nil
+}
+
+// Protocol is the version a mode needs.
+func (m Mode) Protocol() int {
+	switch m {
+	case ModeBulk:
+		return ProtocolV2
+	case ModeStream:
+		return ProtocolV3
+	}
+	return ProtocolV1
+}
+
+// ModeFor is the mode a sender uses with a peer: the best that the
+// configured mode allows and both ends speak.
+func ModeFor(configured Mode, protocols ...int) Mode {
+	v := configured.Protocol()
+	for _, p := range protocols {
+		v = min(v, p)
+	}
+	return Modes[max(v, ProtocolV1)-1]
 }
 
 // Config is a node's behaviour. Zero fields take the defaults of
@@ -38,7 +86,12 @@ type Config struct {
 	// Advertise is the address peers dial to reach this node.
 	Advertise string
 	Mode      Mode
-	Executor  ExecutorConfig
+	// Protocol is the highest relay protocol version the node speaks and
+	// advertises (an older build's behaviour: a v1 node answers
+	// Unimplemented to bulk and stream relays, and relays in single mode
+	// whatever Mode says). 0 means the latest.
+	Protocol int
+	Executor ExecutorConfig
 	// ClusterToken authenticates node-to-node relay calls.
 	ClusterToken string
 	// UserSecret, when set, makes every Chat call prove the user it acts
@@ -59,6 +112,15 @@ type Config struct {
 	RelayTimeout  time.Duration
 	RelayAttempts int
 	RelayBackoff  time.Duration
+	// StreamBatch is the number of items a relay stream carries before the
+	// sender closes it for the cumulative ack and opens the next one;
+	// StreamLinger closes a stream that has been open that long. Together
+	// they bound what a sender must hold for resending.
+	StreamBatch  int
+	StreamLinger time.Duration
+	// StreamQueue bounds the items waiting for one peer channel's stream;
+	// a relay beyond it is dropped (its recipients catch up from the log).
+	StreamQueue int
 	// OutboxSize bounds the deliveries queued for one client; a client that
 	// falls further behind is disconnected and catches up from its cursor.
 	OutboxSize int
@@ -91,6 +153,9 @@ func DefaultConfig() Config {
 		RelayTimeout:           2 * time.Second,
 		RelayAttempts:          3,
 		RelayBackoff:           100 * time.Millisecond,
+		StreamBatch:            64,
+		StreamLinger:           500 * time.Millisecond,
+		StreamQueue:            4096,
 		OutboxSize:             1024,
 		StreamKeepAlive:        10 * time.Second,
 		StreamKeepAliveTimeout: 5 * time.Second,
@@ -123,6 +188,10 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.RelayAttempts, d.RelayAttempts)
 	setDefault(&c.RelayBackoff, d.RelayBackoff)
 	setDefault(&c.OutboxSize, d.OutboxSize)
+	setDefault(&c.Protocol, ProtocolLatest)
+	setDefault(&c.StreamBatch, d.StreamBatch)
+	setDefault(&c.StreamLinger, d.StreamLinger)
+	setDefault(&c.StreamQueue, d.StreamQueue)
 	setDefault(&c.StreamKeepAlive, d.StreamKeepAlive)
 	setDefault(&c.StreamKeepAliveTimeout, d.StreamKeepAliveTimeout)
 	setDefault(&c.RedisPoolSize, d.RedisPoolSize)
@@ -146,6 +215,9 @@ func (c Config) validate() error {
 	}
 	if _, err := ParseMode(string(c.Mode)); err != nil {
 		return err
+	}
+	if c.Protocol < ProtocolV1 || c.Protocol > ProtocolLatest {
+		return fmt.Errorf("node %s: unknown relay protocol v%d (want v1 to v%d)", c.NodeID, c.Protocol, ProtocolLatest)
 	}
 	if c.Advertise == "" {
 		return fmt.Errorf("node %s: advertise address is required", c.NodeID)

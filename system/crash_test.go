@@ -25,7 +25,7 @@ func (r *recorder) relaysTo(node, target string) []RelayEvent {
 // while the senders carry on; a node restarted under the same id registers a
 // new epoch, and its peers reach it again after re-reading the registry.
 func TestCrashAndRestart(t *testing.T) {
-	inBothModes(t, func(t *testing.T, mode Mode) {
+	inEveryMode(t, func(t *testing.T, mode Mode) {
 		c := newCluster(t, mode, 3)
 		c.createRoom("r")
 		alice, bob, carol := c.connect("alice", "n1"), c.connect("bob", "n2"), c.connect("carol", "n3")
@@ -54,8 +54,21 @@ func TestCrashAndRestart(t *testing.T) {
 		assert.Equal(t, seqRange(1, 3), bob.seqs("r"))
 		failed := c.rec.relaysTo("n1", "n3")[before:]
 		require.NotEmpty(t, failed, "n1 tried to relay to the dead node")
-		for _, e := range failed {
-			assert.Error(t, e.Err, "relay to a dead node fails")
+		if mode == ModeStream {
+			// Queuing on the link succeeds; its stream breaks and the
+			// items are given up.
+			whats := map[string]int{}
+			for _, e := range eventsOf[StreamEvent](c.rec) {
+				if e.Target == "n3" {
+					whats[e.What]++
+				}
+			}
+			assert.Positive(t, whats["broken"], "the stream to the dead node breaks")
+			assert.Positive(t, whats["drop"], "its items are given up")
+		} else {
+			for _, e := range failed {
+				assert.Error(t, e.Err, "relay to a dead node fails")
+			}
 		}
 
 		// Restart n3: new epoch; carol reconnects with her cursor.

@@ -56,7 +56,7 @@ func (l *sentLog) check(t *testing.T, u *testUser, room string, want []uint64) {
 // concurrent senders on every node, a join and a leave mid-stream, and a
 // member that disconnects and reconnects to another node with its cursor.
 func TestClusterDeliversEveryMessageOnceInOrder(t *testing.T) {
-	inBothModes(t, func(t *testing.T, mode Mode) {
+	inEveryMode(t, func(t *testing.T, mode Mode) {
 		c := newCluster(t, mode, 3)
 		c.createRoom("r")
 		var members []*testUser

@@ -404,21 +404,25 @@ type NodeInfo struct {
 	ID    string
 	Addr  string
 	Epoch uint64
+	// Protocol is the highest relay protocol version the node speaks. An
+	// entry without one was written by a build before versions were
+	// advertised: v1.
+	Protocol int
 }
 
 // Register gives node a new epoch and publishes its address.
-func (d *Directory) Register(ctx context.Context, node, addr string, ttl time.Duration) (uint64, error) {
+func (d *Directory) Register(ctx context.Context, node, addr string, protocol int, ttl time.Duration) (uint64, error) {
 	epoch, err := d.rdb.Incr(ctx, keyEpoch(node)).Uint64()
 	if err != nil {
 		return 0, fmt.Errorf("register %s: %w", node, err)
 	}
-	return epoch, d.Heartbeat(ctx, NodeInfo{ID: node, Addr: addr, Epoch: epoch}, ttl)
+	return epoch, d.Heartbeat(ctx, NodeInfo{ID: node, Addr: addr, Epoch: epoch, Protocol: protocol}, ttl)
 }
 
 // Heartbeat re-publishes node's registry entry with a fresh TTL.
 func (d *Directory) Heartbeat(ctx context.Context, n NodeInfo, ttl time.Duration) error {
 	_, err := d.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, keyNode(n.ID), "addr", n.Addr, "epoch", n.Epoch)
+		p.HSet(ctx, keyNode(n.ID), "addr", n.Addr, "epoch", n.Epoch, "protocol", n.Protocol)
 		p.PExpire(ctx, keyNode(n.ID), ttl)
 		return nil
 	})
@@ -453,5 +457,11 @@ func (d *Directory) LookupNode(ctx context.Context, node string) (NodeInfo, erro
 	if err != nil {
 		return NodeInfo{}, fmt.Errorf("look up %s: bad epoch %q", node, m["epoch"])
 	}
-	return NodeInfo{ID: node, Addr: m["addr"], Epoch: epoch}, nil
+	protocol := ProtocolV1
+	if v, ok := m["protocol"]; ok {
+		if protocol, err = strconv.Atoi(v); err != nil || protocol < ProtocolV1 {
+			return NodeInfo{}, fmt.Errorf("look up %s: bad protocol %q", node, v)
+		}
+	}
+	return NodeInfo{ID: node, Addr: m["addr"], Epoch: epoch, Protocol: protocol}, nil
 }

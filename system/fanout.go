@@ -10,16 +10,19 @@ import (
 
 // dispatch fans one sequenced message out to members, one executor task per
 // local recipient plus, in single mode, one per remote recipient (a route
-// look-up and a RelayMessage each) or, in bulk mode, one per destination
-// server after a single MGET of every remote route. With 150 members spread
-// 50/50/50 that is 150 tasks per message in single mode and 52 in bulk.
+// look-up and a RelayMessage each) or, in bulk and stream mode, one per
+// destination server after a single MGET of every remote route. With 150
+// members spread 50/50/50 that is 150 tasks per message in single mode and
+// 52 in bulk or stream. A destination that speaks an older protocol gets
+// its relay in the older mode from the same task.
 func (n *Node) dispatch(m *relaypb.RelayedMessage, members []string, retry bool) {
 	id := fmt.Sprintf("%s#%d", m.Room, m.Seq)
 	if retry {
 		id = fmt.Sprintf("%s#%d retry%d", m.Room, m.Seq, n.nextRetry())
 	}
 	ctx := WithLabel(n.ctx, "dispatch "+id)
-	ev := DispatchEvent{Node: n.cfg.NodeID, Room: m.Room, Seq: m.Seq, Mode: n.cfg.Mode, Retry: retry, Members: members}
+	mode := n.Mode()
+	ev := DispatchEvent{Node: n.cfg.NodeID, Room: m.Room, Seq: m.Seq, Mode: mode, Retry: retry, Members: members}
 	var remote []string
 	for _, u := range members {
 		if s := n.localSession(u); s != nil {
@@ -29,7 +32,7 @@ func (n *Node) dispatch(m *relaypb.RelayedMessage, members []string, retry bool)
 		}
 		remote = append(remote, u)
 	}
-	if n.cfg.Mode == ModeSingle {
+	if mode == ModeSingle {
 		for _, u := range remote {
 			n.submit(ctx, fmt.Sprintf("relay %s %s", id, u), func(ctx context.Context) { n.relayOne(ctx, u, m) })
 		}
@@ -38,7 +41,7 @@ func (n *Node) dispatch(m *relaypb.RelayedMessage, members []string, retry bool)
 		ev.Routes = n.bulkRoutes(ctx, remote)
 		groups := groupByServer(ev.Routes, n.cfg.NodeID)
 		for _, g := range groups {
-			n.submit(ctx, fmt.Sprintf("bulk %s ->%s", id, g.server), func(ctx context.Context) { n.relay(ctx, g.server, g.users, m, true) })
+			n.submit(ctx, fmt.Sprintf("bulk %s ->%s", id, g.server), func(ctx context.Context) { n.relay(ctx, g.server, g.users, m, mode) })
 		}
 		ev.Tasks = len(ev.Local) + len(groups)
 	}
@@ -57,7 +60,7 @@ func (n *Node) relayOne(ctx context.Context, user string, m *relaypb.RelayedMess
 	if err != nil || server == "" || server == n.cfg.NodeID {
 		return // offline, or a stale route to us: the user catches up from the log
 	}
-	n.relay(ctx, server, []string{user}, m, false)
+	n.relay(ctx, server, []string{user}, m, ModeSingle)
 }
 
 // bulkRoutes reads every remote member's route with one MGET. A failed

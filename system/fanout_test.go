@@ -12,7 +12,8 @@ import (
 // TestFanOutTasksPerMessage reproduces the seeds' count: a room of 150
 // members, 50 on each of 3 nodes, all connected; one message sent on n1 costs
 // n1's executor 150 tasks in single mode (50 local deliveries + 100 relays)
-// and 52 in bulk mode (50 local deliveries + one bulk relay per other node).
+// and 52 in bulk or stream mode (50 local deliveries + one bulk relay, or
+// one stream item, per other node).
 func TestFanOutTasksPerMessage(t *testing.T) {
 	tests := []struct {
 		mode  Mode
@@ -20,6 +21,7 @@ func TestFanOutTasksPerMessage(t *testing.T) {
 	}{
 		{ModeSingle, 150},
 		{ModeBulk, 52},
+		{ModeStream, 52},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.mode), func(t *testing.T) {

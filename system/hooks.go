@@ -74,9 +74,11 @@ type RelayEvent struct {
 	Room       string
 	Seq        uint64
 	Recipients int
-	Bulk       bool
-	Attempt    int
-	Err        error
+	// Mode is how this attempt relayed; Bulk is Mode != ModeSingle.
+	Mode    Mode
+	Bulk    bool
+	Attempt int
+	Err     error
 }
 
 // PanicEvent is observed when a task panicked: the executor recovered it

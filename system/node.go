@@ -50,6 +50,8 @@ type Node struct {
 	gen      uint64
 	retries  uint64
 	stopped  bool
+	// links is what each sender link has had processed (stream mode).
+	links map[linkKey]linkSeen
 
 	wg sync.WaitGroup // serve and refresh goroutines
 	// ending counts sessions that were closed and whose stream handler has
@@ -126,7 +128,7 @@ func redisOptions(o redis.Options, pool int) *redis.Options {
 func (n *Node) newServer() *grpc.Server {
 	opts := []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(n.authUnary, n.userUnary),
-		grpc.ChainStreamInterceptor(n.userStream),
+		grpc.ChainStreamInterceptor(n.authStream, n.userStream),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:    n.cfg.StreamKeepAlive,
 			Timeout: n.cfg.StreamKeepAliveTimeout,
@@ -149,15 +151,19 @@ func (n *Node) ID() string { return n.cfg.NodeID }
 // Epoch returns the epoch the node registered with (0 before Start).
 func (n *Node) Epoch() uint64 { return n.epoch }
 
-// Mode returns the node's relay mode.
-func (n *Node) Mode() Mode { return n.cfg.Mode }
+// Mode returns the mode the node relays in: its configured mode, capped by
+// the protocol version it speaks.
+func (n *Node) Mode() Mode { return ModeFor(n.cfg.Mode, n.cfg.Protocol) }
+
+// Protocol returns the relay protocol version the node speaks.
+func (n *Node) Protocol() int { return n.cfg.Protocol }
 
 // Directory returns the node's view of Redis.
 func (n *Node) Directory() *Directory { return n.dir }
 
 // Start registers the node with a new epoch and serves.
 func (n *Node) Start(ctx context.Context) error {
-	epoch, err := n.dir.Register(WithLabel(ctx, "register "+n.cfg.NodeID), n.cfg.NodeID, n.cfg.Advertise, n.cfg.RegistryTTL)
+	epoch, err := n.dir.Register(WithLabel(ctx, "register "+n.cfg.NodeID), n.cfg.NodeID, n.cfg.Advertise, n.cfg.Protocol, n.cfg.RegistryTTL)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", n.cfg.NodeID, err)
 	}
@@ -298,7 +304,7 @@ func (n *Node) refreshLoop(ctx context.Context) {
 			sessions[s.user] = s.gen
 		}
 		_ = n.dir.RefreshRoutes(ctx, n.cfg.NodeID, sessions, n.cfg.RouteTTL)
-		_ = n.dir.Heartbeat(ctx, NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: n.epoch}, n.cfg.RegistryTTL)
+		_ = n.dir.Heartbeat(ctx, NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: n.epoch, Protocol: n.cfg.Protocol}, n.cfg.RegistryTTL)
 	}
 }
 

@@ -26,15 +26,39 @@ type peers struct {
 	// (a caller-runs task in a handler that outlived the server) must not
 	// open connections nobody will close.
 	closed bool
+	// writers are the stream links' writer goroutines (stream.go); gen
+	// numbers the peers installed, for their links' names.
+	writers sync.WaitGroup
+	gen     uint64
 }
 
 type peer struct {
 	server string
 	epoch  uint64
-	// conns is filled before the peer is published and never changed after:
-	// relays holding the peer read it without a lock while it is closed.
+	// protocol is the version the peer advertised; spoken caps it once the
+	// peer answered Unimplemented (until its epoch changes: a new peer).
+	protocol int
+	spoken   atomic.Int32
+	// conns and links are filled before the peer is published and never
+	// changed after: relays holding the peer read them without a lock while
+	// it is closed.
 	conns  []*grpc.ClientConn
+	links  []*link
 	closed atomic.Bool
+}
+
+// speaks is the best protocol version the peer is known to speak.
+func (p *peer) speaks() int { return min(p.protocol, int(p.spoken.Load())) }
+
+// downgrade records that the peer answered Unimplemented to a call of a
+// version above v.
+func (p *peer) downgrade(v int) {
+	for {
+		cur := p.spoken.Load()
+		if int(cur) <= v || p.spoken.CompareAndSwap(cur, int32(v)) {
+			return
+		}
+	}
 }
 
 func newPeers(n *Node) *peers { return &peers{n: n, m: map[string]*peer{}} }
@@ -74,8 +98,11 @@ func (ps *peers) install(info NodeInfo) (*peer, error) {
 		ps.mu.Unlock()
 		return p, nil
 	}
-	p := &peer{server: info.ID, epoch: info.Epoch}
-	for range ps.n.cfg.ChannelsPerPeer {
+	p := &peer{server: info.ID, epoch: info.Epoch, protocol: info.Protocol}
+	p.spoken.Store(ProtocolLatest)
+	ps.gen++
+	for i := range ps.n.cfg.ChannelsPerPeer {
+		p.links = append(p.links, newLink(ps.n, p, ps.gen, i))
 		cc, err := ps.n.dialPeer(info.Addr) // grpc.NewClient: no I/O
 		if err != nil {
 			ps.mu.Unlock()
@@ -124,7 +151,8 @@ func (ps *peers) forget(server string, epoch uint64) {
 	p.close()
 }
 
-// closeAll closes every peer's connections; nothing is installed after it.
+// closeAll closes every peer's connections and links, and waits for the
+// links' writers; nothing is installed after it.
 func (ps *peers) closeAll() {
 	ps.mu.Lock()
 	ps.closed = true
@@ -142,6 +170,7 @@ func (ps *peers) closeAll() {
 	for _, p := range all {
 		p.close()
 	}
+	ps.writers.Wait()
 }
 
 // counts returns the number of peers and of open connections to them.
@@ -172,11 +201,22 @@ func (p *peer) conn(room string, seq uint64, first string) *grpc.ClientConn {
 	return p.conns[int(h.Sum32()%uint32(len(p.conns)))]
 }
 
+// channel is the peer's i-th connection, or nil once the peer is closed.
+func (p *peer) channel(i int) *grpc.ClientConn {
+	if p.closed.Load() || i >= len(p.conns) {
+		return nil
+	}
+	return p.conns[i]
+}
+
 // close closes the peer's connections, once. It leaves conns alone: relays
 // holding the peer may be reading it.
 func (p *peer) close() {
 	if p.closed.Swap(true) {
 		return
+	}
+	for _, l := range p.links {
+		l.close()
 	}
 	for _, cc := range p.conns {
 		_ = cc.Close()

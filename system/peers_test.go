@@ -58,7 +58,7 @@ func TestClosedPeerOffersNoConnection(t *testing.T) {
 				n1.peers.mu.Unlock()
 				m := &relaypb.RelayedMessage{Room: "r", Seq: 1, MsgId: "m1", Sender: "alice", Payload: []byte("x")}
 				assert.NotPanics(t, func() {
-					err = n1.relayOnce(ctx, "n2", []string{"bob"}, m, true, 1)
+					_, _, err = n1.relayOnce(ctx, "n2", []string{"bob"}, m, ModeBulk, 1)
 				})
 				n1.peers.mu.Lock()
 				n1.peers.m["n2"] = current // for the node to close at the end

@@ -30,15 +30,33 @@ func (n *Node) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInf
 	if !strings.HasPrefix(info.FullMethod, "/"+relaypb.Relay_ServiceDesc.ServiceName+"/") {
 		return h(ctx, req)
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	tok := md.Get(MDToken)
-	if len(tok) != 1 || subtle.ConstantTimeCompare([]byte(tok[0]), []byte(n.cfg.ClusterToken)) != 1 {
-		return nil, status.Error(codes.Unauthenticated, "relay call without a valid cluster credential")
+	if err := n.checkToken(ctx); err != nil {
+		return nil, err
 	}
+	md, _ := metadata.FromIncomingContext(ctx)
 	if op := md.Get(MDOp); len(op) == 1 {
 		ctx = WithLabel(ctx, "recv "+op[0]+attemptSuffix(ctx))
 	}
 	return h(ctx, req)
+}
+
+// authStream is authUnary for the relay's streams.
+func (n *Node) authStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	if strings.HasPrefix(info.FullMethod, "/"+relaypb.Relay_ServiceDesc.ServiceName+"/") {
+		if err := n.checkToken(ss.Context()); err != nil {
+			return err
+		}
+	}
+	return h(srv, ss)
+}
+
+func (n *Node) checkToken(ctx context.Context) error {
+	md, _ := metadata.FromIncomingContext(ctx)
+	tok := md.Get(MDToken)
+	if len(tok) != 1 || subtle.ConstantTimeCompare([]byte(tok[0]), []byte(n.cfg.ClusterToken)) != 1 {
+		return status.Error(codes.Unauthenticated, "relay call without a valid cluster credential")
+	}
+	return nil
 }
 
 // relayServer receives relays from other nodes and delivers them to local
@@ -60,6 +78,9 @@ func (r *relayServer) RelayMessage(ctx context.Context, req *relaypb.RelayMessag
 }
 
 func (r *relayServer) RelayBulkMessage(ctx context.Context, req *relaypb.RelayBulkMessageRequest) (*relaypb.RelayMessageResponse, error) {
+	if r.n.cfg.Protocol < ProtocolV2 {
+		return nil, status.Errorf(codes.Unimplemented, "relay protocol v%d has no RelayBulkMessage", r.n.cfg.Protocol)
+	}
 	if err := r.check(req.GetMessage(), req.GetTargetEpoch(), len(req.GetRecipients())); err != nil {
 		return nil, err
 	}
@@ -115,14 +136,23 @@ func delivery(m *relaypb.RelayedMessage) *relaypb.Delivery {
 	return &relaypb.Delivery{Room: m.Room, Seq: m.Seq, MsgId: m.MsgId, Sender: m.Sender, Payload: m.Payload}
 }
 
-// relay sends m to recipients on server, retrying transient failures. A
-// relay that finally fails is dropped: the recipients catch up from the log.
-// After the last attempt it returns at once: no registry read and no
-// back-off holding the executor worker for nothing.
-func (n *Node) relay(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, bulk bool) {
+// relay sends m to recipients on server in the best mode that mode allows
+// and the peer speaks, retrying transient failures. A relay that finally
+// fails is dropped: the recipients catch up from the log. After the last
+// attempt it returns at once: no registry read and no back-off holding the
+// executor worker for nothing. A peer that answers Unimplemented is
+// remembered to speak less (until its epoch changes) and the relay is made
+// again at once in the older mode: recipients already reached are not
+// relayed to again.
+func (n *Node) relay(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, mode Mode) {
 	for attempt := 1; attempt <= n.cfg.RelayAttempts; attempt++ {
-		err := n.relayOnce(ctx, server, recipients, m, bulk, attempt)
-		n.hooks.Observe(RelayEvent{Node: n.cfg.NodeID, Target: server, Room: m.Room, Seq: m.Seq, Recipients: len(recipients), Bulk: bulk, Attempt: attempt, Err: err})
+		how, reached, err := n.relayOnce(ctx, server, recipients, m, mode, attempt)
+		n.hooks.Observe(RelayEvent{Node: n.cfg.NodeID, Target: server, Room: m.Room, Seq: m.Seq, Recipients: len(recipients), Mode: how, Bulk: how != ModeSingle, Attempt: attempt, Err: err})
+		recipients = recipients[reached:]
+		if status.Code(err) == codes.Unimplemented && how != ModeSingle {
+			attempt-- // an older peer, not a failure: fall back at once
+			continue
+		}
 		if err == nil || !retryable(err) || ctx.Err() != nil || attempt == n.cfg.RelayAttempts {
 			return
 		}
@@ -157,32 +187,60 @@ type attemptError struct {
 func (e *attemptError) Error() string { return e.err.Error() }
 func (e *attemptError) Unwrap() error { return e.err }
 
-// relayOnce makes one relay attempt. An error from the peer's connections
-// is an *attemptError naming the epoch they lead to.
-func (n *Node) relayOnce(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, bulk bool, attempt int) error {
+// relayOnce makes one relay attempt and says in which mode, and how many
+// of the recipients (from the first) it reached. An error from the peer's
+// connections is an *attemptError naming the epoch they lead to. A
+// stream-mode relay only queues the message on the peer's link (its writer
+// retries on its own). In single mode each recipient gets its own call.
+func (n *Node) relayOnce(ctx context.Context, server string, recipients []string, m *relaypb.RelayedMessage, mode Mode, attempt int) (Mode, int, error) {
 	p, err := n.peers.get(ctx, server)
 	if err != nil {
-		return err
+		return mode, 0, err
+	}
+	mode = ModeFor(mode, n.cfg.Protocol, p.speaks())
+	if mode == ModeStream {
+		return mode, 0, p.linkFor(m.Room).enqueue(m, recipients)
 	}
 	cc := p.conn(m.Room, m.Seq, recipients[0])
 	if cc == nil {
 		// Replaced or forgotten since get returned it: retry on whatever
 		// is current by the next attempt.
-		return &attemptError{epoch: p.epoch, err: status.Errorf(codes.Unavailable, "relay %s#%d to %s: connections to epoch %d closed", m.Room, m.Seq, server, p.epoch)}
+		return mode, 0, &attemptError{epoch: p.epoch, err: status.Errorf(codes.Unavailable, "relay %s#%d to %s: connections to epoch %d closed", m.Room, m.Seq, server, p.epoch)}
 	}
+	client := relaypb.NewRelayClient(cc)
+	reached := 0
+	if mode == ModeBulk {
+		err = n.relayCall(ctx, attempt, func(ctx context.Context) error {
+			_, err := client.RelayBulkMessage(ctx, &relaypb.RelayBulkMessageRequest{Message: m, Recipients: recipients, TargetEpoch: p.epoch})
+			return err
+		})
+	} else {
+		for _, u := range recipients {
+			err = n.relayCall(ctx, attempt, func(ctx context.Context) error {
+				_, err := client.RelayMessage(ctx, &relaypb.RelayMessageRequest{Message: m, Recipient: u, TargetEpoch: p.epoch})
+				return err
+			})
+			if err != nil {
+				break
+			}
+			reached++
+		}
+	}
+	if err != nil {
+		if status.Code(err) == codes.Unimplemented {
+			p.downgrade(mode.Protocol() - 1)
+		}
+		return mode, reached, &attemptError{epoch: p.epoch, err: fmt.Errorf("relay %s#%d to %s: %w", m.Room, m.Seq, server, err)}
+	}
+	return mode, reached, nil
+}
+
+// relayCall makes one relay call with the attempt's deadline and metadata.
+func (n *Node) relayCall(ctx context.Context, attempt int, f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.RelayTimeout)
 	defer cancel()
 	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, n.cfg.ClusterToken, MDOp, Label(ctx), MDAttempt, strconv.Itoa(attempt))
-	client := relaypb.NewRelayClient(cc)
-	if bulk {
-		_, err = client.RelayBulkMessage(ctx, &relaypb.RelayBulkMessageRequest{Message: m, Recipients: recipients, TargetEpoch: p.epoch})
-	} else {
-		_, err = client.RelayMessage(ctx, &relaypb.RelayMessageRequest{Message: m, Recipient: recipients[0], TargetEpoch: p.epoch})
-	}
-	if err != nil {
-		return &attemptError{epoch: p.epoch, err: fmt.Errorf("relay %s#%d to %s: %w", m.Room, m.Seq, server, err)}
-	}
-	return nil
+	return f(ctx)
 }
 
 // retryable: transport trouble, a timeout, a stale epoch (after which the

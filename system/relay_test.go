@@ -53,7 +53,7 @@ func isLookup(cmd redis.Cmder, node string) bool {
 // transient like a transport error: the relay is retried, and the message
 // still arrives live.
 func TestRelayRetriesRegistryErrors(t *testing.T) {
-	inBothModes(t, func(t *testing.T, mode Mode) {
+	inEveryMode(t, func(t *testing.T, mode Mode) {
 		var mu sync.Mutex
 		failed := false
 		tap := &redisTap{fail: func(cmd redis.Cmder) error {

@@ -11,9 +11,9 @@ import (
 	"github.com/relaysim/relaysim/system/relaypb"
 )
 
-// inBothModes runs test in its own bubble once per relay mode.
-func inBothModes(t *testing.T, test func(t *testing.T, mode Mode)) {
-	for _, mode := range []Mode{ModeSingle, ModeBulk} {
+// inEveryMode runs test in its own bubble once per relay mode.
+func inEveryMode(t *testing.T, test func(t *testing.T, mode Mode)) {
+	for _, mode := range Modes {
 		t.Run(string(mode), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) { test(t, mode) })
 		})
@@ -45,7 +45,7 @@ func (c *testCluster) appendOnly(room, sender, msgID string) uint64 {
 }
 
 func TestSendIsIdempotent(t *testing.T) {
-	inBothModes(t, func(t *testing.T, mode Mode) {
+	inEveryMode(t, func(t *testing.T, mode Mode) {
 		c := newCluster(t, mode, 2)
 		c.createRoom("r")
 		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
@@ -67,7 +67,7 @@ func TestSendIsIdempotent(t *testing.T) {
 }
 
 func TestSessionFillsGapsAndDropsDuplicates(t *testing.T) {
-	inBothModes(t, func(t *testing.T, mode Mode) {
+	inEveryMode(t, func(t *testing.T, mode Mode) {
 		c := newCluster(t, mode, 2)
 		c.createRoom("r")
 		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
@@ -96,7 +96,7 @@ func TestSessionFillsGapsAndDropsDuplicates(t *testing.T) {
 }
 
 func TestMembershipWindows(t *testing.T) {
-	inBothModes(t, func(t *testing.T, mode Mode) {
+	inEveryMode(t, func(t *testing.T, mode Mode) {
 		c := newCluster(t, mode, 3)
 		c.createRoom("r")
 		alice, late, leaver := c.connect("alice", "n1"), c.connect("late", "n2"), c.connect("leaver", "n3")

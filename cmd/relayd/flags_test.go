@@ -18,7 +18,7 @@ func env(kv map[string]string) func(string) string {
 func TestParseFlags(t *testing.T) {
 	base := options{
 		listen: "127.0.0.1:7000", redis: "127.0.0.1:6379", node: "n1", token: "t",
-		mode: system.ModeBulk, core: 30, max: 200, queue: 1000, channels: 1,
+		mode: system.ModeBulk, protocol: 3, core: 30, max: 200, queue: 1000, channels: 1,
 	}
 	tests := []struct {
 		name string
@@ -29,18 +29,18 @@ func TestParseFlags(t *testing.T) {
 		{"defaults are the seeds' pool in bulk mode", []string{"-node", "n1", "-token", "t"}, nil, func(*options) {}},
 		{"every flag", []string{
 			"-node", "n2", "-token", "s", "-listen", ":7002", "-advertise", "relay2:7002", "-redis", "redis:6379",
-			"-mode", "single", "-core", "2", "-max", "4", "-queue", "8", "-channels", "3", "-user-secret", "us",
+			"-mode", "single", "-protocol", "v1", "-core", "2", "-max", "4", "-queue", "8", "-channels", "3", "-user-secret", "us",
 		}, nil, func(o *options) {
 			*o = options{listen: ":7002", advertise: "relay2:7002", redis: "redis:6379", node: "n2", token: "s",
-				mode: system.ModeSingle, core: 2, max: 4, queue: 8, channels: 3, userSecret: "us"}
+				mode: system.ModeSingle, protocol: 1, core: 2, max: 4, queue: 8, channels: 3, userSecret: "us"}
 		}},
 		{"environment fallbacks", nil, map[string]string{
 			"RELAYD_NODE": "n3", "RELAYD_TOKEN": "e", "RELAYD_LISTEN": ":7003", "RELAYD_ADVERTISE": "a:1",
 			"RELAYD_REDIS": "r:1", "RELAYD_MODE": "single", "RELAYD_CORE": "1", "RELAYD_MAX": "2",
-			"RELAYD_QUEUE": "0", "RELAYD_CHANNELS": "2", "RELAYD_USER_SECRET": "ue",
+			"RELAYD_QUEUE": "0", "RELAYD_CHANNELS": "2", "RELAYD_PROTOCOL": "2", "RELAYD_USER_SECRET": "ue",
 		}, func(o *options) {
 			*o = options{listen: ":7003", advertise: "a:1", redis: "r:1", node: "n3", token: "e",
-				mode: system.ModeSingle, core: 1, max: 2, queue: 0, channels: 2, userSecret: "ue"}
+				mode: system.ModeSingle, protocol: 2, core: 1, max: 2, queue: 0, channels: 2, userSecret: "ue"}
 		}},
 		{"a flag wins over the environment", []string{"-mode", "bulk", "-node", "n1"},
 			map[string]string{"RELAYD_MODE": "single", "RELAYD_NODE": "nX", "RELAYD_TOKEN": "t"}, func(*options) {}},
@@ -71,6 +71,7 @@ func TestBadFlagsExitWithUsage(t *testing.T) {
 		{"missing node", []string{"-token", "t"}, nil, "-node is required"},
 		{"missing token", []string{"-node", "n1"}, nil, "-token is required"},
 		{"unknown mode", []string{"-node", "n1", "-token", "t", "-mode", "fast"}, nil, `unknown relay mode "fast"`},
+		{"unknown protocol", []string{"-node", "n1", "-token", "t", "-protocol", "v9"}, nil, `unknown relay protocol "v9" (want v1, v2 or v3)`},
 		{"core above max", []string{"-node", "n1", "-token", "t", "-core", "5", "-max", "4"}, nil, "bad executor sizes"},
 		{"no workers", []string{"-node", "n1", "-token", "t", "-core", "0", "-max", "0"}, nil, "bad executor sizes"},
 		{"negative queue", []string{"-node", "n1", "-token", "t", "-queue", "-1"}, nil, "bad executor sizes"},

@@ -31,7 +31,8 @@ import (
 )
 
 // The integration test runs a real cluster: three relayd processes over TCP
-// on loopback against a real redis-server, in each relay mode. Real time is
+// on loopback against a real redis-server, in each relay mode and with
+// three protocol versions at once. Real time is
 // unavoidable here, so it waits by polling with generous deadlines, never by
 // fixed sleeps.
 
@@ -52,13 +53,25 @@ func TestIntegrationRealCluster(t *testing.T) {
 		t.Skip("starts processes; skipped with -short")
 	}
 	bin := buildRelayd(t)
-	for _, mode := range []string{"single", "bulk"} {
-		t.Run(mode, func(t *testing.T) {
+	clusters := []struct {
+		name      string
+		mode      string
+		protocols []string
+	}{
+		{"single", "single", []string{"v3", "v3", "v3"}},
+		{"bulk", "bulk", []string{"v3", "v3", "v3"}},
+		{"stream", "stream", []string{"v3", "v3", "v3"}},
+		// A rolling upgrade caught in the middle: three builds relaying to
+		// each other in the best mode each pair speaks.
+		{"stream-v1-v2-v3", "stream", []string{"v1", "v2", "v3"}},
+	}
+	for _, cl := range clusters {
+		t.Run(cl.name, func(t *testing.T) {
 			t.Parallel()
 			redisAddr := startRedis(t, redisServer)
 			var nodes []*relaydProc
-			for i := 1; i <= 3; i++ {
-				nodes = append(nodes, startRelayd(t, bin, fmt.Sprintf("n%d", i), mode, redisAddr))
+			for i, v := range cl.protocols {
+				nodes = append(nodes, startRelayd(t, bin, fmt.Sprintf("n%d", i+1), redisAddr, "-mode", cl.mode, "-protocol", v))
 			}
 			checkHealth(t, nodes)
 			runChatStory(t, nodes)
@@ -197,8 +210,8 @@ var servingLine = regexp.MustCompile(`serving on \S+ \(advertised as (\S+)\)`)
 
 // startRelayd starts a node listening on a free loopback port and waits for
 // its "serving" log line.
-func startRelayd(t *testing.T, bin, id, mode, redisAddr string) *relaydProc {
-	cmd := exec.Command(bin, "-node", id, "-mode", mode, "-listen", "127.0.0.1:0", "-redis", redisAddr, "-token", itToken, "-user-secret", itUserSecret)
+func startRelayd(t *testing.T, bin, id, redisAddr string, flags ...string) *relaydProc {
+	cmd := exec.Command(bin, append([]string{"-node", id, "-listen", "127.0.0.1:0", "-redis", redisAddr, "-token", itToken, "-user-secret", itUserSecret}, flags...)...)
 	dieWithTest(cmd)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)

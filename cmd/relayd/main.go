@@ -69,6 +69,7 @@ type options struct {
 	redis     string
 	node      string
 	mode      system.Mode
+	protocol  int
 	core      int
 	max       int
 	queue     int
@@ -83,7 +84,7 @@ type options struct {
 // not given. On an error it writes the error and the usage to stderr.
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	var o options
-	var mode string
+	var mode, protocol string
 	fs := flag.NewFlagSet("relayd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -101,7 +102,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.advertise, "advertise", "", "address peers dial to reach this node (default: the listen address) [RELAYD_ADVERTISE]")
 	fs.StringVar(&o.redis, "redis", "127.0.0.1:6379", "Redis address [RELAYD_REDIS]")
 	fs.StringVar(&o.node, "node", "", "node id, unique in the cluster (required) [RELAYD_NODE]")
-	fs.StringVar(&mode, "mode", string(def.Mode), "relay mode: single or bulk [RELAYD_MODE]")
+	fs.StringVar(&mode, "mode", string(def.Mode), "relay mode: single, bulk or stream; a peer that speaks an older protocol gets the best mode both speak [RELAYD_MODE]")
+	fs.StringVar(&protocol, "protocol", fmt.Sprintf("v%d", system.ProtocolLatest), "relay protocol version this node speaks and advertises: v1 (single only), v2 (adds bulk) or v3 (adds stream); an older version runs the node as an older build would [RELAYD_PROTOCOL]")
 	fs.IntVar(&o.core, "core", def.Executor.Core, "executor core workers [RELAYD_CORE]")
 	fs.IntVar(&o.max, "max", def.Executor.Max, "executor max workers [RELAYD_MAX]")
 	fs.IntVar(&o.queue, "queue", def.Executor.Queue, "executor queue capacity [RELAYD_QUEUE]")
@@ -128,6 +130,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		return fail(err)
 	}
 	o.mode = m
+	if o.protocol, err = system.ParseProtocol(protocol); err != nil {
+		return fail(err)
+	}
 	if err := o.validate(); err != nil {
 		return fail(err)
 	}
@@ -192,6 +197,7 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 		NodeID:          o.node,
 		Advertise:       advertiseAddr(o, lis.Addr()),
 		Mode:            o.mode,
+		Protocol:        o.protocol,
 		Executor:        system.ExecutorConfig{Core: o.core, Max: o.max, Queue: o.queue},
 		ClusterToken:    o.token,
 		UserSecret:      o.userSecret,
@@ -207,8 +213,8 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 		lis.Close()
 		return err
 	}
-	logger.Printf("node %s serving on %s (advertised as %s), mode %s, epoch %d",
-		o.node, lis.Addr(), cfg.Advertise, cfg.Mode, node.Epoch())
+	logger.Printf("node %s serving on %s (advertised as %s), mode %s, protocol v%d, epoch %d",
+		o.node, lis.Addr(), cfg.Advertise, node.Mode(), node.Protocol(), node.Epoch())
 	if o.userSecret == "" {
 		logger.Printf("node %s: no -user-secret: clients are not authenticated (any client may act as any user)", o.node)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +26,11 @@ type runFlags struct {
 	cost      string
 	bound     int
 	limit     int
+	versions  string
+	upgrade   string
+	cpuprof   string
+	memprof   string
+	history   string
 }
 
 func newRunFlags(name string, stderr io.Writer) *runFlags {
@@ -33,9 +39,14 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 	fs.SetOutput(stderr)
 	c := &f.cfg
 	fs.StringVar(&f.seed, "seed", "0x2a", "root seed, hex (0x2a) or decimal")
-	fs.StringVar(&f.mode, "mode", "bulk", "relay mode: single or bulk")
+	fs.StringVar(&f.mode, "mode", "bulk", "relay mode: single, bulk or stream (capped per pair of nodes by the protocol versions both speak)")
+	fs.StringVar(&f.versions, "versions", "", "relay protocol version of each node, from n1: e.g. v1,v2,v3 (default: every node the latest, v3)")
+	fs.StringVar(&f.upgrade, "upgrade", "", "run the seed as a rolling upgrade FROM:TO, e.g. v1:v3: every node starts at FROM and is restarted with TO one at a time during the load phase")
 	fs.StringVar(&f.scheduler, "scheduler", "random", "scheduler: random, pct or exhaustive")
 	fs.StringVar(&f.trace, "trace", "", "write the whole trace to this file")
+	fs.StringVar(&f.history, "history", "", "write the run's history (client events, deliveries, faults, tasks, samples, room logs) to this file as JSON lines, streamed")
+	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
+	fs.StringVar(&f.memprof, "memprofile", "", "write a heap profile (taken at the end of the run, before its checks) to this file")
 	fs.StringVar(&f.cost, "cost", "swarm", "cost model: swarm (per-seed latencies) or calibrated (contended CPUs and Redis, BENCHMARKS.md)")
 	fs.IntVar(&c.Nodes, "nodes", c.Nodes, "relay nodes")
 	fs.IntVar(&c.Users, "users", c.Users, "users")
@@ -79,6 +90,19 @@ func (f *runFlags) parse(args []string) error {
 	}
 	f.cfg.Seed = seed
 	f.cfg.Mode = system.Mode(f.mode)
+	if f.versions != "" {
+		if f.cfg.Versions, err = sim.ParseVersions(f.versions); err != nil {
+			return fmt.Errorf("-versions: %w", err)
+		}
+	}
+	if f.upgrade != "" {
+		if f.versions != "" {
+			return fmt.Errorf("-versions and -upgrade exclude each other (an upgrade starts every node at its FROM version)")
+		}
+		if f.cfg.Upgrade, err = sim.ParseUpgrade(f.upgrade); err != nil {
+			return fmt.Errorf("-upgrade: %w", err)
+		}
+	}
 	f.cfg.Scheduler = f.scheduler
 	if !f.faults || f.cfg.Calm {
 		f.cfg.Bounds = sim.NoFaults()
@@ -130,7 +154,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
-		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk [flags]; -h lists the flags\n", name)
+		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk|stream [flags]; -h lists the flags\n", name)
 		return exitUsage
 	}
 	// rerun: a failed run that did not keep its whole trace runs again
@@ -154,6 +178,22 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 	// Goroutines left after teardown make synctest abort the process with
 	// a dump of every goroutine: report readably and exit first.
 	f.cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res, false)) }
+	stopProfile, err := startProfiles(f.cpuprof, f.memprof, &f.cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
+		return exitUsage
+	}
+	if f.history != "" {
+		hf, err := os.Create(f.history)
+		if err != nil {
+			fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
+			return exitUsage
+		}
+		defer hf.Close()
+		bw := bufio.NewWriterSize(hf, 1<<16)
+		defer bw.Flush()
+		f.cfg.History = bw
+	}
 	var res *sim.Result
 	if f.cfg.Scheduler == "exhaustive" {
 		var n int
@@ -163,6 +203,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 	} else {
 		res = sim.Run(nil, f.cfg)
 	}
+	stopProfile()
 	if f.trace != "" && res.Trace != nil {
 		if err := os.WriteFile(f.trace, []byte(res.Trace.Text()), 0o644); err != nil {
 			fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
@@ -183,6 +224,9 @@ func summary(w io.Writer, r *sim.Result) {
 	}
 	fmt.Fprintf(w, "time:        %s virtual, %s wall, %s real time, %d scheduled ops (%.0f/s)\n",
 		r.Virtual.Round(time.Millisecond), r.Wall.Round(time.Millisecond), ratio(speed), r.Steps, float64(r.Steps)/r.Wall.Seconds())
+	if rss := peakRSS(); rss != "" {
+		fmt.Fprintf(w, "memory:      %s peak RSS\n", rss)
+	}
 	peaks := make([]string, len(r.Peaks))
 	for i, p := range r.Peaks {
 		peaks[i] = fmt.Sprintf("n%d=%d", i+1, p)
@@ -216,7 +260,7 @@ func ratio(x float64) string {
 func replayCommand(f *runFlags) string {
 	var parts []string
 	f.fs.Visit(func(fl *flag.Flag) {
-		if fl.Name != "seed" && fl.Name != "mode" && fl.Name != "trace" {
+		if fl.Name != "seed" && fl.Name != "mode" && fl.Name != "trace" && fl.Name != "cpuprofile" && fl.Name != "memprofile" && fl.Name != "history" {
 			parts = append(parts, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 		}
 	})

@@ -35,14 +35,19 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	jobs := f.fs.Int("j", runtime.NumCPU(), "runs in parallel (processes)")
 	shard := f.fs.String("shard", "1/1", "run only shard i of n (i/n), to split a sweep across machines")
 	equiv := f.fs.Bool("equiv", true, "also run each seed's calm variant in every mode and compare deliveries (mode equivalence)")
-	f.fs.Lookup("mode").Usage = "relay mode: single, bulk or both"
-	modeBoth := false
+	f.fs.Lookup("mode").Usage = "relay mode: single, bulk, stream, both (single and bulk) or all"
+	var modes []string
 	err := func() error {
 		if err := f.fs.Parse(args); err != nil {
 			return err
 		}
-		if f.mode == "both" {
-			modeBoth, f.mode = true, "bulk"
+		switch f.mode {
+		case "both":
+			modes, f.mode = []string{"single", "bulk"}, "bulk"
+		case "all":
+			modes, f.mode = []string{"single", "bulk", "stream"}, "bulk"
+		default:
+			modes = []string{f.mode}
 		}
 		return f.parse(nil) // validates the rest
 	}()
@@ -58,12 +63,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "relaysim sweep: %v\n", err)
-		fmt.Fprintln(stderr, "usage: relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n] [run flags]")
+		fmt.Fprintln(stderr, "usage: relaysim sweep -seeds 1-200 -mode single|bulk|stream|both|all [-j N] [-shard i/n] [run flags]")
 		return exitUsage
-	}
-	modes := []string{f.mode}
-	if modeBoth {
-		modes = []string{"single", "bulk"}
 	}
 	var all []*sweepJob
 	for _, s := range list {

@@ -880,6 +880,148 @@ func (x *RelayMessageResponse) GetNotLocal() uint32 {
 	return 0
 }
 
+// One relay on a stream: the message and its recipients on the receiver.
+type RelayStreamItem struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Message     *RelayedMessage        `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	Recipients  []string               `protobuf:"bytes,2,rep,name=recipients,proto3" json:"recipients,omitempty"`
+	TargetEpoch uint64                 `protobuf:"varint,3,opt,name=target_epoch,json=targetEpoch,proto3" json:"target_epoch,omitempty"`
+	// The sender's link: its node id, epoch and channel index name one
+	// sequence of items; link_seq numbers the items of that link from 1, across
+	// the link's successive streams.
+	Link          string `protobuf:"bytes,4,opt,name=link,proto3" json:"link,omitempty"`
+	LinkSeq       uint64 `protobuf:"varint,5,opt,name=link_seq,json=linkSeq,proto3" json:"link_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RelayStreamItem) Reset() {
+	*x = RelayStreamItem{}
+	mi := &file_relay_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RelayStreamItem) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelayStreamItem) ProtoMessage() {}
+
+func (x *RelayStreamItem) ProtoReflect() protoreflect.Message {
+	mi := &file_relay_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelayStreamItem.ProtoReflect.Descriptor instead.
+func (*RelayStreamItem) Descriptor() ([]byte, []int) {
+	return file_relay_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RelayStreamItem) GetMessage() *RelayedMessage {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *RelayStreamItem) GetRecipients() []string {
+	if x != nil {
+		return x.Recipients
+	}
+	return nil
+}
+
+func (x *RelayStreamItem) GetTargetEpoch() uint64 {
+	if x != nil {
+		return x.TargetEpoch
+	}
+	return 0
+}
+
+func (x *RelayStreamItem) GetLink() string {
+	if x != nil {
+		return x.Link
+	}
+	return ""
+}
+
+func (x *RelayStreamItem) GetLinkSeq() uint64 {
+	if x != nil {
+		return x.LinkSeq
+	}
+	return 0
+}
+
+type RelayStreamAck struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every item of the link up to acked has been processed.
+	Acked uint64 `protobuf:"varint,1,opt,name=acked,proto3" json:"acked,omitempty"`
+	// Items processed on this stream, and items dropped as already processed.
+	Processed     uint32 `protobuf:"varint,2,opt,name=processed,proto3" json:"processed,omitempty"`
+	Duplicates    uint32 `protobuf:"varint,3,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RelayStreamAck) Reset() {
+	*x = RelayStreamAck{}
+	mi := &file_relay_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RelayStreamAck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RelayStreamAck) ProtoMessage() {}
+
+func (x *RelayStreamAck) ProtoReflect() protoreflect.Message {
+	mi := &file_relay_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RelayStreamAck.ProtoReflect.Descriptor instead.
+func (*RelayStreamAck) Descriptor() ([]byte, []int) {
+	return file_relay_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RelayStreamAck) GetAcked() uint64 {
+	if x != nil {
+		return x.Acked
+	}
+	return 0
+}
+
+func (x *RelayStreamAck) GetProcessed() uint32 {
+	if x != nil {
+		return x.Processed
+	}
+	return 0
+}
+
+func (x *RelayStreamAck) GetDuplicates() uint32 {
+	if x != nil {
+		return x.Duplicates
+	}
+	return 0
+}
+
 // One room-log entry as stored in Redis. Its seq is its position in the log.
 type LogEntry struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -892,7 +1034,7 @@ type LogEntry struct {
 
 func (x *LogEntry) Reset() {
 	*x = LogEntry{}
-	mi := &file_relay_proto_msgTypes[15]
+	mi := &file_relay_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -904,7 +1046,7 @@ func (x *LogEntry) String() string {
 func (*LogEntry) ProtoMessage() {}
 
 func (x *LogEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_relay_proto_msgTypes[15]
+	mi := &file_relay_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -917,7 +1059,7 @@ func (x *LogEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
 func (*LogEntry) Descriptor() ([]byte, []int) {
-	return file_relay_proto_rawDescGZIP(), []int{15}
+	return file_relay_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LogEntry) GetMsgId() string {
@@ -1000,7 +1142,21 @@ const file_relay_proto_rawDesc = "" +
 	"\ftarget_epoch\x18\x03 \x01(\x04R\vtargetEpoch\"Q\n" +
 	"\x14RelayMessageResponse\x12\x1c\n" +
 	"\tdelivered\x18\x01 \x01(\rR\tdelivered\x12\x1b\n" +
-	"\tnot_local\x18\x02 \x01(\rR\bnotLocal\"S\n" +
+	"\tnot_local\x18\x02 \x01(\rR\bnotLocal\"\xc0\x01\n" +
+	"\x0fRelayStreamItem\x12;\n" +
+	"\amessage\x18\x01 \x01(\v2!.relaysim.relay.v1.RelayedMessageR\amessage\x12\x1e\n" +
+	"\n" +
+	"recipients\x18\x02 \x03(\tR\n" +
+	"recipients\x12!\n" +
+	"\ftarget_epoch\x18\x03 \x01(\x04R\vtargetEpoch\x12\x12\n" +
+	"\x04link\x18\x04 \x01(\tR\x04link\x12\x19\n" +
+	"\blink_seq\x18\x05 \x01(\x04R\alinkSeq\"d\n" +
+	"\x0eRelayStreamAck\x12\x14\n" +
+	"\x05acked\x18\x01 \x01(\x04R\x05acked\x12\x1c\n" +
+	"\tprocessed\x18\x02 \x01(\rR\tprocessed\x12\x1e\n" +
+	"\n" +
+	"duplicates\x18\x03 \x01(\rR\n" +
+	"duplicates\"S\n" +
 	"\bLogEntry\x12\x15\n" +
 	"\x06msg_id\x18\x01 \x01(\tR\x05msgId\x12\x16\n" +
 	"\x06sender\x18\x02 \x01(\tR\x06sender\x12\x18\n" +
@@ -1011,10 +1167,11 @@ const file_relay_proto_rawDesc = "" +
 	"\n" +
 	"CreateRoom\x12$.relaysim.relay.v1.CreateRoomRequest\x1a%.relaysim.relay.v1.CreateRoomResponse\x12G\n" +
 	"\x04Join\x12\x1e.relaysim.relay.v1.JoinRequest\x1a\x1f.relaysim.relay.v1.JoinResponse\x12J\n" +
-	"\x05Leave\x12\x1f.relaysim.relay.v1.LeaveRequest\x1a .relaysim.relay.v1.LeaveResponse2\xd1\x01\n" +
+	"\x05Leave\x12\x1f.relaysim.relay.v1.LeaveRequest\x1a .relaysim.relay.v1.LeaveResponse2\xa9\x02\n" +
 	"\x05Relay\x12_\n" +
 	"\fRelayMessage\x12&.relaysim.relay.v1.RelayMessageRequest\x1a'.relaysim.relay.v1.RelayMessageResponse\x12g\n" +
-	"\x10RelayBulkMessage\x12*.relaysim.relay.v1.RelayBulkMessageRequest\x1a'.relaysim.relay.v1.RelayMessageResponseB-Z+github.com/relaysim/relaysim/system/relaypbb\x06proto3"
+	"\x10RelayBulkMessage\x12*.relaysim.relay.v1.RelayBulkMessageRequest\x1a'.relaysim.relay.v1.RelayMessageResponse\x12V\n" +
+	"\vRelayStream\x12\".relaysim.relay.v1.RelayStreamItem\x1a!.relaysim.relay.v1.RelayStreamAck(\x01B-Z+github.com/relaysim/relaysim/system/relaypbb\x06proto3"
 
 var (
 	file_relay_proto_rawDescOnce sync.Once
@@ -1028,7 +1185,7 @@ func file_relay_proto_rawDescGZIP() []byte {
 	return file_relay_proto_rawDescData
 }
 
-var file_relay_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_relay_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_relay_proto_goTypes = []any{
 	(*Cursor)(nil),                  // 0: relaysim.relay.v1.Cursor
 	(*ConnectRequest)(nil),          // 1: relaysim.relay.v1.ConnectRequest
@@ -1045,31 +1202,36 @@ var file_relay_proto_goTypes = []any{
 	(*RelayMessageRequest)(nil),     // 12: relaysim.relay.v1.RelayMessageRequest
 	(*RelayBulkMessageRequest)(nil), // 13: relaysim.relay.v1.RelayBulkMessageRequest
 	(*RelayMessageResponse)(nil),    // 14: relaysim.relay.v1.RelayMessageResponse
-	(*LogEntry)(nil),                // 15: relaysim.relay.v1.LogEntry
+	(*RelayStreamItem)(nil),         // 15: relaysim.relay.v1.RelayStreamItem
+	(*RelayStreamAck)(nil),          // 16: relaysim.relay.v1.RelayStreamAck
+	(*LogEntry)(nil),                // 17: relaysim.relay.v1.LogEntry
 }
 var file_relay_proto_depIdxs = []int32{
 	0,  // 0: relaysim.relay.v1.ConnectRequest.cursors:type_name -> relaysim.relay.v1.Cursor
 	11, // 1: relaysim.relay.v1.RelayMessageRequest.message:type_name -> relaysim.relay.v1.RelayedMessage
 	11, // 2: relaysim.relay.v1.RelayBulkMessageRequest.message:type_name -> relaysim.relay.v1.RelayedMessage
-	1,  // 3: relaysim.relay.v1.Chat.Connect:input_type -> relaysim.relay.v1.ConnectRequest
-	3,  // 4: relaysim.relay.v1.Chat.Send:input_type -> relaysim.relay.v1.SendRequest
-	5,  // 5: relaysim.relay.v1.Chat.CreateRoom:input_type -> relaysim.relay.v1.CreateRoomRequest
-	7,  // 6: relaysim.relay.v1.Chat.Join:input_type -> relaysim.relay.v1.JoinRequest
-	9,  // 7: relaysim.relay.v1.Chat.Leave:input_type -> relaysim.relay.v1.LeaveRequest
-	12, // 8: relaysim.relay.v1.Relay.RelayMessage:input_type -> relaysim.relay.v1.RelayMessageRequest
-	13, // 9: relaysim.relay.v1.Relay.RelayBulkMessage:input_type -> relaysim.relay.v1.RelayBulkMessageRequest
-	2,  // 10: relaysim.relay.v1.Chat.Connect:output_type -> relaysim.relay.v1.Delivery
-	4,  // 11: relaysim.relay.v1.Chat.Send:output_type -> relaysim.relay.v1.SendResponse
-	6,  // 12: relaysim.relay.v1.Chat.CreateRoom:output_type -> relaysim.relay.v1.CreateRoomResponse
-	8,  // 13: relaysim.relay.v1.Chat.Join:output_type -> relaysim.relay.v1.JoinResponse
-	10, // 14: relaysim.relay.v1.Chat.Leave:output_type -> relaysim.relay.v1.LeaveResponse
-	14, // 15: relaysim.relay.v1.Relay.RelayMessage:output_type -> relaysim.relay.v1.RelayMessageResponse
-	14, // 16: relaysim.relay.v1.Relay.RelayBulkMessage:output_type -> relaysim.relay.v1.RelayMessageResponse
-	10, // [10:17] is the sub-list for method output_type
-	3,  // [3:10] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	11, // 3: relaysim.relay.v1.RelayStreamItem.message:type_name -> relaysim.relay.v1.RelayedMessage
+	1,  // 4: relaysim.relay.v1.Chat.Connect:input_type -> relaysim.relay.v1.ConnectRequest
+	3,  // 5: relaysim.relay.v1.Chat.Send:input_type -> relaysim.relay.v1.SendRequest
+	5,  // 6: relaysim.relay.v1.Chat.CreateRoom:input_type -> relaysim.relay.v1.CreateRoomRequest
+	7,  // 7: relaysim.relay.v1.Chat.Join:input_type -> relaysim.relay.v1.JoinRequest
+	9,  // 8: relaysim.relay.v1.Chat.Leave:input_type -> relaysim.relay.v1.LeaveRequest
+	12, // 9: relaysim.relay.v1.Relay.RelayMessage:input_type -> relaysim.relay.v1.RelayMessageRequest
+	13, // 10: relaysim.relay.v1.Relay.RelayBulkMessage:input_type -> relaysim.relay.v1.RelayBulkMessageRequest
+	15, // 11: relaysim.relay.v1.Relay.RelayStream:input_type -> relaysim.relay.v1.RelayStreamItem
+	2,  // 12: relaysim.relay.v1.Chat.Connect:output_type -> relaysim.relay.v1.Delivery
+	4,  // 13: relaysim.relay.v1.Chat.Send:output_type -> relaysim.relay.v1.SendResponse
+	6,  // 14: relaysim.relay.v1.Chat.CreateRoom:output_type -> relaysim.relay.v1.CreateRoomResponse
+	8,  // 15: relaysim.relay.v1.Chat.Join:output_type -> relaysim.relay.v1.JoinResponse
+	10, // 16: relaysim.relay.v1.Chat.Leave:output_type -> relaysim.relay.v1.LeaveResponse
+	14, // 17: relaysim.relay.v1.Relay.RelayMessage:output_type -> relaysim.relay.v1.RelayMessageResponse
+	14, // 18: relaysim.relay.v1.Relay.RelayBulkMessage:output_type -> relaysim.relay.v1.RelayMessageResponse
+	16, // 19: relaysim.relay.v1.Relay.RelayStream:output_type -> relaysim.relay.v1.RelayStreamAck
+	12, // [12:20] is the sub-list for method output_type
+	4,  // [4:12] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_relay_proto_init() }
@@ -1083,7 +1245,7 @@ func file_relay_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_relay_proto_rawDesc), len(file_relay_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

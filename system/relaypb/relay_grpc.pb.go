@@ -297,6 +297,7 @@ var Chat_ServiceDesc = grpc.ServiceDesc{
 const (
 	Relay_RelayMessage_FullMethodName     = "/relaysim.relay.v1.Relay/RelayMessage"
 	Relay_RelayBulkMessage_FullMethodName = "/relaysim.relay.v1.Relay/RelayBulkMessage"
+	Relay_RelayStream_FullMethodName      = "/relaysim.relay.v1.Relay/RelayStream"
 )
 
 // RelayClient is the client API for Relay service.
@@ -304,9 +305,22 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Relay is node to node. Every call must carry the cluster credential.
+// The relay protocol is versioned; a node advertises the highest version it
+// speaks in its registry entry: v1 has RelayMessage only, v2 adds
+// RelayBulkMessage, v3 adds RelayStream. A node answers Unimplemented to a
+// call of a version it does not speak.
 type RelayClient interface {
+	// v1: one message to one recipient.
 	RelayMessage(ctx context.Context, in *RelayMessageRequest, opts ...grpc.CallOption) (*RelayMessageResponse, error)
+	// v2: one message to many recipients on the receiving node.
 	RelayBulkMessage(ctx context.Context, in *RelayBulkMessageRequest, opts ...grpc.CallOption) (*RelayMessageResponse, error)
+	// v3: a long-lived client stream per peer channel. Items are written one
+	// after another without a response each (seed grpc-streaming-patterns:
+	// unidirectional writes). The single response, when the sender closes
+	// the stream, acknowledges every item up to acked, cumulatively: after a
+	// broken stream the sender resends what was not acknowledged, and the
+	// receiver drops an item whose link seq it has already processed.
+	RelayStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RelayStreamItem, RelayStreamAck], error)
 }
 
 type relayClient struct {
@@ -337,14 +351,40 @@ func (c *relayClient) RelayBulkMessage(ctx context.Context, in *RelayBulkMessage
 	return out, nil
 }
 
+func (c *relayClient) RelayStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RelayStreamItem, RelayStreamAck], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Relay_ServiceDesc.Streams[0], Relay_RelayStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[RelayStreamItem, RelayStreamAck]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Relay_RelayStreamClient = grpc.ClientStreamingClient[RelayStreamItem, RelayStreamAck]
+
 // RelayServer is the server API for Relay service.
 // All implementations must embed UnimplementedRelayServer
 // for forward compatibility.
 //
 // Relay is node to node. Every call must carry the cluster credential.
+// The relay protocol is versioned; a node advertises the highest version it
+// speaks in its registry entry: v1 has RelayMessage only, v2 adds
+// RelayBulkMessage, v3 adds RelayStream. A node answers Unimplemented to a
+// call of a version it does not speak.
 type RelayServer interface {
+	// v1: one message to one recipient.
 	RelayMessage(context.Context, *RelayMessageRequest) (*RelayMessageResponse, error)
+	// v2: one message to many recipients on the receiving node.
 	RelayBulkMessage(context.Context, *RelayBulkMessageRequest) (*RelayMessageResponse, error)
+	// v3: a long-lived client stream per peer channel. Items are written one
+	// after another without a response each (seed grpc-streaming-patterns:
+	// unidirectional writes). The single response, when the sender closes
+	// the stream, acknowledges every item up to acked, cumulatively: after a
+	// broken stream the sender resends what was not acknowledged, and the
+	// receiver drops an item whose link seq it has already processed.
+	RelayStream(grpc.ClientStreamingServer[RelayStreamItem, RelayStreamAck]) error
 	mustEmbedUnimplementedRelayServer()
 }
 
@@ -360,6 +400,9 @@ func (UnimplementedRelayServer) RelayMessage(context.Context, *RelayMessageReque
 }
 func (UnimplementedRelayServer) RelayBulkMessage(context.Context, *RelayBulkMessageRequest) (*RelayMessageResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RelayBulkMessage not implemented")
+}
+func (UnimplementedRelayServer) RelayStream(grpc.ClientStreamingServer[RelayStreamItem, RelayStreamAck]) error {
+	return status.Error(codes.Unimplemented, "method RelayStream not implemented")
 }
 func (UnimplementedRelayServer) mustEmbedUnimplementedRelayServer() {}
 func (UnimplementedRelayServer) testEmbeddedByValue()               {}
@@ -418,6 +461,13 @@ func _Relay_RelayBulkMessage_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Relay_RelayStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(RelayServer).RelayStream(&grpc.GenericServerStream[RelayStreamItem, RelayStreamAck]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Relay_RelayStreamServer = grpc.ClientStreamingServer[RelayStreamItem, RelayStreamAck]
+
 // Relay_ServiceDesc is the grpc.ServiceDesc for Relay service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -434,6 +484,12 @@ var Relay_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Relay_RelayBulkMessage_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "RelayStream",
+			Handler:       _Relay_RelayStream_Handler,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "relay.proto",
 }

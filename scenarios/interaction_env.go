@@ -1,0 +1,416 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/system"
+)
+
+// Env is one scenario file played in one relay mode: the cluster its
+// `cluster` command started, inside the bubble the file runs in, and what
+// its commands have printed so far. Commands run one at a time on the
+// bubble's driver goroutine, always at a quiescent point.
+type Env struct {
+	Mode system.Mode
+	c    *sim.Cluster
+	// rooms created so far (a first join creates its room).
+	rooms map[string]bool
+	// Marks: the history events, deliveries, faults and trace lines already told.
+	events, deliveries, faults, lines int
+	// allRelays tells every relay call, not only those that failed or were
+	// retried (cluster relays=all).
+	allRelays bool
+}
+
+// NewEnv returns the environment of one file in mode.
+func NewEnv(mode system.Mode) *Env { return &Env{Mode: mode, rooms: map[string]bool{}} }
+
+// Close tears the cluster down (every goroutine it started ends).
+func (e *Env) Close() {
+	if e.c != nil {
+		e.c.Close()
+		e.c = nil
+	}
+}
+
+// errNoCluster is what a command says before `cluster`.
+var errNoCluster = errors.New("no cluster yet: start the file with `cluster nodes=N`")
+
+// Handle runs one command and returns its output. The error of an unknown
+// command, an unknown argument or an ill-typed value names the command;
+// the caller adds the file and line.
+func (e *Env) Handle(d *datadriven.TestData) (string, error) {
+	h, ok := handlers[d.Cmd]
+	if !ok {
+		return "", fmt.Errorf("unknown command %q (commands: %s)", d.Cmd, strings.Join(commandNames(), ", "))
+	}
+	if d.Cmd != "cluster" && e.c == nil {
+		return "", errNoCluster
+	}
+	a, err := newArgs(e, d, h.args...)
+	if err != nil {
+		return "", err
+	}
+	out, err := h.run(e, a)
+	if err == nil {
+		err = a.err
+	}
+	return out, err
+}
+
+// handler is one command: the arguments it takes and what it does.
+type handler struct {
+	args []string
+	run  func(*Env, *args) (string, error)
+}
+
+// handlers maps each command to its handler (interaction_env_handler_*.go,
+// each with an example in its doc comment).
+var handlers = map[string]handler{
+	"cluster":        {[]string{"nodes", "seed", "versions", "relays"}, (*Env).handleCluster},
+	"connect":        {[]string{"user", "node"}, (*Env).handleConnect},
+	"disconnect":     {[]string{"user"}, (*Env).handleDisconnect},
+	"vanish":         {[]string{"user"}, (*Env).handleVanish},
+	"join":           {[]string{"user", "room", "node"}, (*Env).handleJoin},
+	"leave":          {[]string{"user", "room", "node"}, (*Env).handleLeave},
+	"send":           {[]string{"user", "room", "msg", "node"}, (*Env).handleSend},
+	"crash":          {[]string{"node"}, (*Env).handleCrash},
+	"restart":        {[]string{"node", "protocol"}, (*Env).handleRestart},
+	"partition":      {[]string{"a", "b"}, (*Env).handlePartition},
+	"heal":           {nil, (*Env).handleHeal},
+	"break-stream":   {[]string{"from", "to"}, (*Env).handleBreakStream},
+	"drop-responses": {[]string{"from", "to", "for"}, (*Env).handleDropResponses},
+	"redis-outage":   {[]string{"for"}, (*Env).handleRedisOutage},
+	"run":            {[]string{"for"}, (*Env).handleRun},
+	"check":          {nil, (*Env).handleCheck},
+	"metrics":        {[]string{"node"}, (*Env).handleMetrics},
+	"trace":          {[]string{"last"}, (*Env).handleTrace},
+}
+
+func commandNames() []string {
+	names := make([]string, 0, len(handlers))
+	for n := range handlers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// await drives the cluster until an event after the history index from
+// matches, or limit of virtual time has passed. It polls in small steps
+// (1 ms, then 10 ms after the first 100 ms): the client records its
+// outcome on a goroutine of its own and tells nobody.
+func (e *Env) await(from int, limit time.Duration, match func(model.Event) bool) (model.Event, bool) {
+	start := e.c.Now()
+	for {
+		evs := e.c.History().Events
+		for i := from; i < len(evs); i++ {
+			if match(evs[i]) {
+				return evs[i], true
+			}
+		}
+		from = len(evs)
+		now := e.c.Now()
+		if now-start >= limit {
+			return model.Event{}, false
+		}
+		step := time.Millisecond
+		if now-start >= 100*time.Millisecond {
+			step = 10 * time.Millisecond
+		}
+		e.c.Sched.RunFor(min(step, start+limit-now))
+	}
+}
+
+// do queues a client action now and waits for its outcome (an event of
+// one of kinds for the action's user, room and message).
+func (e *Env) do(a sim.Action, kinds ...model.Kind) (model.Event, error) {
+	from := len(e.c.History().Events)
+	a.At = e.c.Now()
+	e.c.Do(a)
+	ev, ok := e.await(from, actionLimit, func(ev model.Event) bool {
+		return ev.User == a.User && ev.Room == a.Room && ev.MsgID == a.MsgID && ev.Kind != model.KindDeliver && containsKind(kinds, ev.Kind)
+	})
+	if !ok {
+		return ev, fmt.Errorf("%s: no outcome within %v of virtual time", a, actionLimit)
+	}
+	return ev, nil
+}
+
+// actionLimit bounds the wait for a client call: five tries of 2 s with
+// back-off fit well inside it.
+const actionLimit = 30 * time.Second
+
+func containsKind(ks []model.Kind, k model.Kind) bool {
+	for _, x := range ks {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+// news renders what happened since the last command told its news: the
+// clients' view (acks, deliveries, connections), nodes going down and up,
+// relay calls that failed or were retried (from the trace), and faults
+// that hit single operations (counted per kind and link). Lines are
+// grouped by who they are about — the first word: a node or a user,
+// sorted — and each one's lines are in the order they happened. Across
+// subjects the order is a race (whose delivery landed first), and one
+// that differs between modes: grouping keeps the files readable and the
+// modes' outputs aligned. A user's send outcomes come before the rest of
+// its lines (its own copy of a message races the ack).
+func (e *Env) news() string {
+	type item struct {
+		subject string
+		ack     bool
+		line    int
+		text    string
+	}
+	var items []item
+	add := func(line int, text string, ack bool) {
+		subject, _, _ := strings.Cut(text, " ")
+		items = append(items, item{strings.TrimSuffix(subject, ":"), ack, line, text})
+	}
+	h := e.c.History()
+	for _, ev := range h.Events[e.events:] {
+		if s := renderEvent(ev); s != "" {
+			add(ev.TraceLine, s, ev.Kind == model.KindSend)
+		}
+	}
+	e.events = len(h.Events)
+	i := 0
+	h.Deliveries.Each(func(ev model.Event) { // the simulator keeps deliveries apart
+		if i >= e.deliveries {
+			add(ev.TraceLine, renderEvent(ev), false)
+		}
+		i++
+	})
+	e.deliveries = i
+	for _, f := range aggregateFaults(h.Faults[e.faults:]) {
+		add(f.line, f.text, false)
+	}
+	e.faults = len(h.Faults)
+	lines := traceLines(e.c.Trace)
+	for i := e.lines; i < len(lines); i++ {
+		if s := renderTrace(lines[i], e.allRelays); s != "" {
+			add(i+1, s, false)
+		}
+	}
+	e.lines = len(lines)
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].subject != items[j].subject {
+			return items[i].subject < items[j].subject
+		}
+		if items[i].ack != items[j].ack {
+			return items[i].ack
+		}
+		return items[i].line < items[j].line
+	})
+	var b strings.Builder
+	for _, it := range items {
+		b.WriteString(it.text)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// renderEvent is one client-visible event as a story line ("" to skip).
+func renderEvent(ev model.Event) string {
+	failed := func(what string) string { return fmt.Sprintf("%s: %s failed: %s", ev.User, what, ev.Err) }
+	switch ev.Kind {
+	case model.KindCreateRoom:
+		if !ev.OK {
+			return failed("create " + ev.Room)
+		}
+	case model.KindJoin:
+		if !ev.OK {
+			return failed("join " + ev.Room)
+		}
+		return fmt.Sprintf("%s joined %s (receives from %s#%d)", ev.User, ev.Room, ev.Room, ev.Seq)
+	case model.KindLeave:
+		if !ev.OK {
+			return failed("leave " + ev.Room)
+		}
+		return fmt.Sprintf("%s left %s (received up to %s#%d)", ev.User, ev.Room, ev.Room, ev.Seq)
+	case model.KindSend:
+		if !ev.OK {
+			return failed(fmt.Sprintf("send %s %s", ev.Room, ev.MsgID))
+		}
+		s := fmt.Sprintf("%s: %s#%d acked", ev.User, ev.Room, ev.Seq)
+		if ev.Duplicate {
+			s += " (duplicate)"
+		}
+		if ev.Tries > 1 {
+			s += fmt.Sprintf(" after %d tries", ev.Tries)
+		}
+		return s
+	case model.KindConnect:
+		if !ev.OK {
+			return failed("connect " + ev.Node)
+		}
+		return fmt.Sprintf("%s connected to %s", ev.User, ev.Node)
+	case model.KindDisconnect:
+		switch {
+		case ev.Vanish:
+			return fmt.Sprintf("%s vanished from %s (stream left open)", ev.User, ev.Node)
+		case ev.Err != "":
+			return fmt.Sprintf("%s: stream on %s ended by the server (%s)", ev.User, ev.Node, ev.Err)
+		}
+		return fmt.Sprintf("%s disconnected from %s", ev.User, ev.Node)
+	case model.KindDeliver:
+		src := "live"
+		if ev.FromLog {
+			src = "log"
+		}
+		return fmt.Sprintf("%s <- %s#%d %s (%s)", ev.User, ev.Room, ev.Seq, ev.MsgID, src)
+	case model.KindSessionClosed:
+		return fmt.Sprintf("%s closed the session of %s", ev.Node, ev.User)
+	case model.KindPanic:
+		return fmt.Sprintf("%s task panic: %s", ev.Node, ev.Err)
+	}
+	return ""
+}
+
+type foldedFault struct {
+	line int
+	text string
+}
+
+// aggregateFaults folds the faults that hit single operations into one
+// line per kind and link (a Redis outage fails every command it meets).
+// Timed faults are told by the command that applied them, and so are the
+// calls a partition loses (the relay lines show them).
+func aggregateFaults(fs []model.Fault) []foldedFault {
+	type group struct {
+		first, n int
+		msgs     []string
+	}
+	groups := map[string]*group{}
+	var order []string
+	for _, f := range fs {
+		if !f.Op || f.Kind == "partition" {
+			continue // told by the command that applied it (a partition's lost calls: by the relay lines)
+		}
+		// "n1 fault drop-response -> n2" (a call), "n1 fault redis-outage".
+		key := "?"
+		if len(f.Nodes) > 0 {
+			key = f.Nodes[0]
+		}
+		key += " fault " + f.Kind
+		if len(f.Nodes) > 1 {
+			key += " -> " + strings.Join(f.Nodes[1:], ",")
+		}
+		g := groups[key]
+		if g == nil {
+			g = &group{first: f.TraceLine}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.n++
+		if f.Msg != "" && !contains(g.msgs, f.Msg) {
+			g.msgs = append(g.msgs, f.Msg)
+		}
+	}
+	out := make([]foldedFault, 0, len(order))
+	for _, key := range order {
+		g := groups[key]
+		unit := "call"
+		if strings.Contains(key, " fault redis") {
+			unit = "command"
+		}
+		if g.n > 1 {
+			unit += "s"
+		}
+		text := fmt.Sprintf("%s: %d %s", key, g.n, unit)
+		if len(g.msgs) > 0 {
+			sort.Strings(g.msgs)
+			text += " (" + strings.Join(g.msgs, " ") + ")"
+		}
+		out = append(out, foldedFault{g.first, text})
+	}
+	return out
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// traceLines returns the whole trace, line n at index n-1.
+func traceLines(t *sim.Trace) []string {
+	text := strings.TrimSuffix(t.Text(), "\n")
+	if text == "" {
+		return nil
+	}
+	return strings.Split(text, "\n")
+}
+
+// renderTrace keeps the trace lines a story tells: nodes going down, up
+// and upgraded, relay calls that failed or were retried (every relay call
+// with allRelays), and relay streams that broke, fell back, dropped or
+// handed over (opened and acknowledged too with allRelays). The time is
+// dropped, and so is the mode of a node.up line (the harness's).
+func renderTrace(line string, allRelays bool) string {
+	if !strings.HasPrefix(line, "t=") {
+		return "" // header
+	}
+	_, rest, _ := strings.Cut(line, " ")
+	node, what, _ := strings.Cut(rest, " ")
+	switch {
+	case strings.HasPrefix(what, "node.up "):
+		return node + " up " + dropField(strings.TrimPrefix(what, "node.up "), "mode=")
+	case strings.HasPrefix(what, "node.crash"):
+		return node + " crashed " + strings.TrimPrefix(what, "node.crash ")
+	case strings.HasPrefix(what, "node.upgrade"), strings.HasPrefix(what, "node.start failed"):
+		return node + " " + strings.TrimPrefix(what, "node.")
+	case !isEvent(what):
+		return "" // a scheduled operation ("stream.write <op id>"), not an event
+	case strings.HasPrefix(what, "relay."):
+		if !allRelays && (strings.HasSuffix(what, " attempt=1 ok") || strings.HasSuffix(what, " attempt=1 queued")) {
+			return ""
+		}
+		return node + " " + what
+	case strings.HasPrefix(what, "stream."):
+		if !allRelays && (strings.HasPrefix(what, "stream.open ") || strings.HasPrefix(what, "stream.ack ")) {
+			return ""
+		}
+		return node + " " + what
+	}
+	return ""
+}
+
+// isEvent tells a relay or stream event line ("relay.bulk -> n2 ...",
+// "stream.broken -> n2 ...") from the line of an operation the scheduler
+// released ("stream.write n1@2.4#0 ->n2"); other lines pass.
+func isEvent(what string) bool {
+	if !strings.HasPrefix(what, "relay.") && !strings.HasPrefix(what, "stream.") {
+		return true
+	}
+	_, rest, _ := strings.Cut(what, " ")
+	return strings.HasPrefix(rest, "-> ")
+}
+
+// dropField removes the space-separated field with prefix from s.
+func dropField(s, prefix string) string {
+	fs := strings.Fields(s)
+	out := fs[:0]
+	for _, f := range fs {
+		if !strings.HasPrefix(f, prefix) {
+			out = append(out, f)
+		}
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,70 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/system"
+)
+
+// handleCluster starts the cluster every later command acts on, in the
+// mode the harness plays the file in: nodes=N relay nodes (default 3) over
+// one miniredis, seed=S for the scheduler's picks and the operations'
+// latencies (default 1), the seeds' LAN-like cost model, a small pool
+// (core 2, max 8, queue 16) so that saturation is reachable, and no fault
+// but those the file applies. versions= gives the relay protocol each node
+// starts with, from n1 (v1 single only, v2 adds bulk, v3 adds stream;
+// default the latest): a node relays in the best mode both ends speak, up
+// to the file's mode. relays=all makes the file tell every relay call,
+// not only those that failed or were retried.
+//
+// Example:
+//
+//	cluster nodes=4 versions=v1,v1,v2,v3
+func (e *Env) handleCluster(a *args) (string, error) {
+	if e.c != nil {
+		return "", errors.New("cluster: a file starts one cluster")
+	}
+	nodes := a.integer("nodes", 3)
+	seed := sim.Seed(1)
+	if s := a.str("seed", false); s != "" {
+		var err error
+		if seed, err = sim.ParseSeed(s); err != nil {
+			a.fail("seed=%s: %v", s, err)
+		}
+	}
+	switch r := a.str("relays", false); r {
+	case "", "failed":
+	case "all":
+		e.allRelays = true
+	default:
+		a.fail("relays=%s, want all or failed", r)
+	}
+	versions := a.versions("versions")
+	if len(versions) > nodes {
+		a.fail("versions= names %d nodes, the cluster has %d", len(versions), nodes)
+	}
+	if a.err != nil {
+		return "", nil
+	}
+	if nodes < 1 || nodes > 9 {
+		return "", fmt.Errorf("cluster: nodes=%d, want 1 to 9", nodes)
+	}
+	cost := sim.DefaultCost()
+	c, err := sim.NewCluster(sim.ClusterConfig{
+		Seed: seed, Mode: e.Mode, Nodes: nodes, Versions: versions,
+		Executor: system.ExecutorConfig{Core: 2, Max: 8, Queue: 16, KeepAlive: 10 * time.Second},
+		Node:     func(nc *system.Config) { nc.OutboxSize = 64 },
+		Cost:     cost,
+		Strategy: &sim.Random{C: seed.Derive("scheduler").Rand()},
+		Trace:    sim.NewTrace(true, 200),
+	})
+	e.c = c // closed by Close even when a node failed to start
+	if err != nil {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	c.SetBounds(cost, 0)
+	return e.news(), nil
+}

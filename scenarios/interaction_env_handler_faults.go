@@ -1,0 +1,164 @@
+package scenarios
+
+import (
+	"fmt"
+
+	"github.com/relaysim/relaysim/sim"
+)
+
+// handleCrash crashes a node: its sessions, connections and in-memory
+// state are gone at once, and nothing it had under way goes on.
+//
+// Example:
+//
+//	crash node=n2
+func (e *Env) handleCrash(a *args) (string, error) {
+	i := a.node("node", true)
+	if a.err != nil {
+		return "", nil
+	}
+	if !e.c.Up(i) {
+		return "", fmt.Errorf("crash: %s is down already", e.c.NodeIDs()[i])
+	}
+	if err := e.c.Apply(sim.Fault{Kind: "crash", Node: i}); err != nil {
+		return "", err
+	}
+	return e.news(), nil
+}
+
+// handleRestart brings a crashed node back with a new epoch; peers dial the
+// new incarnation and clients may connect to it again. With protocol= the
+// node comes back speaking that relay protocol version; a node that is up
+// is then upgraded the way a rolling upgrade does it: stopped gracefully
+// (its clients' streams end and they reconnect elsewhere) and started
+// anew with the version.
+//
+// Example:
+//
+//	restart node=n2 protocol=v3
+func (e *Env) handleRestart(a *args) (string, error) {
+	i := a.node("node", true)
+	v := a.protocol("protocol")
+	if a.err != nil {
+		return "", nil
+	}
+	up := e.c.Up(i)
+	switch {
+	case up && v == 0:
+		return "", fmt.Errorf("restart: %s is up (restart protocol=vN upgrades a running node)", e.c.NodeIDs()[i])
+	case v != 0:
+		if err := e.c.Apply(sim.Fault{Kind: "upgrade", Node: i, Protocol: v}); err != nil {
+			return "", err
+		}
+	}
+	if !up {
+		if err := e.c.Apply(sim.Fault{Kind: "restart", Node: i}); err != nil {
+			return "", err
+		}
+	}
+	return e.news(), nil
+}
+
+// handlePartition cuts the links between nodes a and b both ways (without
+// b=, cuts a from every other node) until heal. Relays across the cut are
+// lost: their callers time out, retry and give up; clients are not cut.
+//
+// Example:
+//
+//	partition a=n1 b=n3
+func (e *Env) handlePartition(a *args) (string, error) {
+	x := a.node("a", true)
+	y, pair := a.node("b", false), a.has("b")
+	if a.err != nil {
+		return "", nil
+	}
+	ids := e.c.NodeIDs()
+	var err error
+	var what string
+	switch {
+	case !pair:
+		err, what = e.c.Isolate(x), fmt.Sprintf("%s cut off from every node", ids[x])
+	case x == y:
+		return "", fmt.Errorf("partition: a and b are both %s", ids[x])
+	default:
+		err, what = e.c.Partition(x, y), fmt.Sprintf("%s and %s cut off from each other", ids[x], ids[y])
+	}
+	if err != nil {
+		return "", err
+	}
+	return what + "\n" + e.news(), nil
+}
+
+// handleHeal restores every link between nodes.
+//
+// Example:
+//
+//	heal
+func (e *Env) handleHeal(*args) (string, error) {
+	e.c.Heal()
+	return "every link healed\n" + e.news(), nil
+}
+
+// handleDropResponses loses, for a while, the responses of the calls from
+// one node to another: requests arrive and their handlers run, the answers
+// never come back, so the caller times out and retries — duplicate relays
+// that the receiving sessions must drop. (It is the one-way cut of the
+// link to -> from, so to's own calls to from are lost meanwhile too.)
+//
+// Example:
+//
+//	drop-responses from=n1 to=n2 for=3s
+func (e *Env) handleDropResponses(a *args) (string, error) {
+	from, to, d := a.node("from", true), a.node("to", true), a.duration("for", true)
+	if a.err != nil {
+		return "", nil
+	}
+	if from == to {
+		return "", fmt.Errorf("drop-responses: from and to are both %s", e.c.NodeIDs()[from])
+	}
+	if err := e.c.DropResponses(from, to, d); err != nil {
+		return "", err
+	}
+	ids := e.c.NodeIDs()
+	return fmt.Sprintf("responses %s -> %s lost for %v\n", ids[to], ids[from], d) + e.news(), nil
+}
+
+// handleRedisOutage makes every Redis command fail for a while, from now:
+// sends cannot be sequenced, routes cannot be read, sessions cannot catch
+// up, and everything must recover once Redis is back.
+//
+// Example:
+//
+//	redis-outage for=2s
+func (e *Env) handleRedisOutage(a *args) (string, error) {
+	d := a.duration("for", true)
+	if a.err != nil {
+		return "", nil
+	}
+	if err := e.c.RedisOutage(d); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("redis down for %v\n", d) + e.news(), nil
+}
+
+// handleBreakStream closes the connections one node dialled to another, as
+// a network that resets them would: relay calls in flight on them fail
+// and, in stream mode, the relay stream breaks wherever it is in its
+// batch. The sender must notice, dial again and resend what was not
+// acknowledged (or leave it to the log).
+//
+// Example:
+//
+//	break-stream from=n1 to=n2
+func (e *Env) handleBreakStream(a *args) (string, error) {
+	from, to := a.node("from", true), a.node("to", true)
+	if a.err != nil {
+		return "", nil
+	}
+	ids := e.c.NodeIDs()
+	if from == to {
+		return "", fmt.Errorf("break-stream: from and to are both %s", ids[from])
+	}
+	e.c.BreakConnections(from, to)
+	return fmt.Sprintf("connections %s -> %s broken\n", ids[from], ids[to]) + e.news(), nil
+}

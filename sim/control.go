@@ -1,0 +1,140 @@
+package sim
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/relaysim/relaysim/model"
+)
+
+// This file is the cluster's control panel for explicit stories (the
+// scenario files of scenarios/testdata): faults applied by name at a
+// chosen moment instead of drawn from a seed, and a look at one node. Each
+// call is a thin wrapper over the fault injector (Inject), so the oracle
+// records every fault exactly as it records the drawn ones. Call them from
+// the driver, between scheduler runs.
+
+// Apply injects f now, from a goroutine of its own that passes a chaos
+// gate (a crash cuts a node at its gates and a restart passes gates, so
+// the driver must keep scheduling meanwhile), and drives the cluster until
+// the fault is in place.
+func (c *Cluster) Apply(f Fault) error {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.Sched.Gate("chaos", KindChaos, fmt.Sprintf("%v %s", c.Now(), f))
+		c.Inject(f)
+	}()
+	if !c.Sched.Await(done, time.Minute) {
+		return fmt.Errorf("fault %s did not complete within a minute of virtual time", f)
+	}
+	return nil
+}
+
+// NodeIndex returns the index of the node with id ("n2" -> 1).
+func (c *Cluster) NodeIndex(id string) (int, bool) {
+	for i, sn := range c.nodes {
+		if sn.id == id {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// Up reports whether node i is up.
+func (c *Cluster) Up(i int) bool { return c.nodes[i].up }
+
+// Partition cuts the links between nodes a and b both ways until Heal.
+func (c *Cluster) Partition(a, b int) error {
+	return c.Apply(Fault{Kind: "partition", Node: a, Peer: b})
+}
+
+// Isolate cuts node a from every other node until Heal.
+func (c *Cluster) Isolate(a int) error {
+	return c.Apply(Fault{Kind: "partition", Node: a, Peer: -1})
+}
+
+// Heal restores every link and ends every partition the history holds
+// open (the liveness phase's heal, without the rest of it).
+func (c *Cluster) Heal() {
+	c.Trace.Event(c.Now(), "chaos", "fault heal all")
+	c.Net.Heal()
+	c.endFault("partition", "")
+}
+
+// DropResponses loses, for d, the responses of every call from node from
+// to node to: the requests arrive and their handlers run, the answers do
+// not come back, so the caller times out and retries (duplicate relays).
+// It is the one-way cut of the link to -> from, so calls that to makes to
+// from are lost too for d. The link heals by itself after d.
+func (c *Cluster) DropResponses(from, to int, d time.Duration) error {
+	cut := Fault{Kind: "partition", Node: to, Peer: from, OneWay: true, For: d}
+	if err := c.Apply(cut); err != nil {
+		return err
+	}
+	heal := cut
+	heal.Kind, heal.At = "heal", c.Now()+d
+	c.StartChaos([]Fault{heal})
+	return nil
+}
+
+// RedisOutage makes every Redis command fail for d from now.
+func (c *Cluster) RedisOutage(d time.Duration) error {
+	return c.Apply(Fault{Kind: "redis-outage", For: d})
+}
+
+// Vanish makes user's client stop reading without closing its stream.
+func (c *Cluster) Vanish(user string) error {
+	return c.Apply(Fault{Kind: "vanish", User: user})
+}
+
+// NodeStats is one node seen from outside, at a quiescent point.
+type NodeStats struct {
+	ID    string
+	Up    bool
+	Epoch uint64
+	// The executor: live workers, the largest pool so far, workers holding
+	// a task, tasks queued, completed and run by their caller.
+	Pool, Peak, Active, Queued int
+	Completed, CallerRuns      int64
+	// Sessions is what the node reports; Streams are its open client
+	// streams counted from gRPC's stats; PeerConns its connections to
+	// peers (the node's count); Goroutines those carrying its label.
+	Sessions, Streams, PeerConns, Goroutines int
+}
+
+// NodeStats returns node i's figures (zero but the id when it is down). Like
+// Sample, it only reads: nothing the relay does changes by it.
+func (c *Cluster) NodeStats(i int) NodeStats {
+	sn := c.nodes[i]
+	s := NodeStats{ID: sn.id, Up: sn.up}
+	if !sn.up {
+		return s
+	}
+	m := sn.n.Metrics()
+	s.Epoch = sn.epoch
+	s.Pool, s.Peak, s.Active, s.Queued = m.Executor.Pool, m.Executor.Peak, m.Executor.Active, m.Executor.Queued
+	s.Completed, s.CallerRuns = m.Executor.Completed, m.Executor.CallerRuns
+	s.Sessions, s.Streams, s.PeerConns = m.Sessions, int(sn.hooks.streams.open.Load()), m.PeerConns
+	s.Goroutines = countRun(c.runID).node[sn.tag]
+	return s
+}
+
+// BreakConnections closes every connection node from has dialled to node
+// to, as a network that resets them would: calls in flight on them fail,
+// a relay stream breaks wherever it is in its batch, and gRPC dials anew
+// (with the deterministic back-off). The oracle records it as an instant
+// fault of the link.
+func (c *Cluster) BreakConnections(from, to int) int {
+	a, b := c.nodes[from], c.nodes[to]
+	c.Trace.Event(c.Now(), "chaos", "fault break %s->%s", a.id, b.id)
+	c.recordFault(model.Fault{From: c.Now(), To: c.Now(), Kind: "break", Nodes: []string{a.id, b.id}})
+	n := 0
+	for _, conn := range c.Net.dialledBy(a.tag) {
+		if conn.to == b.id {
+			_ = conn.Close()
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,157 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/system"
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// Relay streams (stream mode, protocol v3) under the scheduler. A link's
+// writer opens a stream, writes items and closes it for the cumulative ack;
+// the receiver's handler reads the items one by one. Each of those steps
+// is gated with the item's identity, so their order is the scheduler's:
+//
+//   - the sender parks before opening a stream, before each write and
+//     once the ack (or the break) is back;
+//   - the receiver parks after reading each item and at the stream's end.
+//
+// A write returns without waiting for the receiver; one that flow control
+// held wakes outside the scheduler, and its writer touches only the link's
+// own state before it parks at its next gate.
+//
+// Network faults act on the stream as they would on a TCP connection: a
+// partition or a dropped write breaks the stream (the writer resends what
+// was not acknowledged on a new one), a lost ack breaks it after the
+// receiver processed everything (the resend is dropped as duplicates), and
+// a delay holds the write.
+
+// peerStream wraps a node's relay streams to peers.
+func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	c := h.c
+	if c.Trace.Frozen() {
+		return streamer(ctx, desc, cc, method, opts...)
+	}
+	target := strings.TrimPrefix(cc.Target(), "passthrough:///")
+	id := shortMethod(method) + " " + system.Label(ctx) + " " + attemptOf(ctx)
+	c.Sched.GateOwned(h, h.node, KindRPCSend, id, 0)
+	ctx, cancel := context.WithCancel(ctx)
+	s := &simClientStream{h: h, id: id, target: target, cancel: cancel}
+	if c.Net.Blocked(h.node, target) {
+		cancel()
+		return nil, s.broken("partition", "open")
+	}
+	cs, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		cancel()
+		// A stream that could not be opened failed without waiting for
+		// anything but the connection: park before the caller goes on.
+		c.Sched.GateOwned(h, h.node, KindRPCDone, id+" failed", 0)
+		return nil, err
+	}
+	s.ClientStream = cs
+	return s, nil
+}
+
+type simClientStream struct {
+	grpc.ClientStream
+	h      *nodeHooks
+	id     string
+	target string
+	cancel context.CancelFunc
+}
+
+func (s *simClientStream) SendMsg(m any) error {
+	h, c := s.h, s.h.c
+	it, _ := m.(*relaypb.RelayStreamItem)
+	if it == nil || c.Trace.Frozen() {
+		return s.ClientStream.SendMsg(m)
+	}
+	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
+	c.Sched.GateSized(h, h.node, KindRPCSend, s.id+" "+item, 0, len(it.Recipients))
+	fs := c.seeds.faults.Derive("net")
+	key := h.node + "|" + s.id + " " + item
+	k := c.faults.occurrence("net|" + key)
+	on := c.faults.on
+	switch {
+	case c.Net.Blocked(h.node, s.target):
+		return s.broken("partition", item)
+	case on && decide(fs.Derive("drop-req"), c.faults.mix.DropRequest, key, k):
+		return s.broken("stream-break", item)
+	}
+	if on && decide(fs.Derive("delay"), c.faults.mix.Delay, key, k) {
+		d := time.Duration(1+fs.Derive("delay-by").Unit(key)*2000) * time.Millisecond
+		c.Stats.FaultsInjected++
+		c.Trace.Event(c.Now(), h.node, "fault delay %s %s by %v", s.id, item, d)
+		c.recordFault(model.Fault{From: c.Now(), To: c.Now() + d, Kind: "delay", Nodes: []string{h.node, s.target}})
+		c.Sched.GateOwned(h, h.node, "net.delay", s.id+" "+item, d)
+	}
+	err := s.ClientStream.SendMsg(m)
+	if err != nil {
+		c.Sched.GateOwned(h, h.node, KindRPCDone, s.id+" "+item+" failed", 0)
+	}
+	return err
+}
+
+// RecvMsg is the ack, after CloseSend.
+func (s *simClientStream) RecvMsg(m any) error {
+	h, c := s.h, s.h.c
+	err := s.ClientStream.RecvMsg(m)
+	if c.Trace.Frozen() {
+		return err
+	}
+	c.Sched.GateOwned(h, h.node, KindRPCDone, s.id+" ack", 0)
+	if err != nil || !c.faults.on {
+		return err
+	}
+	fs := c.seeds.faults.Derive("net")
+	key := h.node + "|" + s.id + " ack"
+	k := c.faults.occurrence("net|" + key)
+	if c.Net.Blocked(s.target, h.node) || decide(fs.Derive("drop-resp"), c.faults.mix.DropResponse, key, k) {
+		return s.broken("ack-lost", "ack")
+	}
+	return nil
+}
+
+// broken cuts the stream as a lost connection would and records the fault:
+// it delays every item on the link until the writer has resent them.
+func (s *simClientStream) broken(why, what string) error {
+	h, c := s.h, s.h.c
+	s.cancel()
+	c.Stats.FaultsInjected++
+	c.Trace.Event(c.Now(), h.node, "fault %s %s %s", why, s.id, what)
+	kind := "stream-break"
+	if why == "ack-lost" {
+		kind = why
+	}
+	c.recordFault(model.Fault{From: c.Now(), To: c.Now(), Kind: kind, Nodes: []string{h.node, s.target}})
+	return status.Errorf(codes.Unavailable, "simulated %s on %s", why, s.id)
+}
+
+// serverRelayStream gates each item a relay stream's handler reads.
+type serverRelayStream struct {
+	grpc.ServerStream
+	h  *nodeHooks
+	id string
+}
+
+func (s *serverRelayStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	h := s.h
+	it, _ := m.(*relaypb.RelayStreamItem)
+	if err != nil || it == nil {
+		h.c.Sched.GateOwned(h, h.node, KindRPCRecv, s.id+" end", 0)
+		return err
+	}
+	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
+	h.c.Sched.GateSized(h, h.node, KindRPCRecv, s.id+" "+item, 0, len(it.Recipients))
+	return nil
+}

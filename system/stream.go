@@ -1,0 +1,479 @@
+package system
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// Stream mode (relay protocol v3). Each peer channel has a link: a writer
+// goroutine that owns one long-lived RelayStream at a time and writes the
+// link's items on it one after another, without a response each (seed
+// grpc-streaming-patterns: unidirectional writes). Relay tasks only queue
+// an item and return, so a peer that stops reading (flow control) never
+// pins an executor worker; the writer alone waits, for at most RelayTimeout
+// per write before it breaks the stream.
+//
+// Items are numbered per link (link_seq). The sender closes a stream after
+// StreamBatch items or StreamLinger, and the receiver's single response
+// acknowledges every item up to a link_seq, cumulatively. Items written but
+// not acknowledged stay with the sender: after a broken stream they are
+// written again on the next one, and the receiver drops those it already
+// processed, so a break neither loses nor duplicates a relay. A link ends
+// with its peer incarnation (restart, vanish, node stop): its stream is
+// cancelled, and whatever it still held is dropped — recipients catch up
+// from the room log, as after any failed relay.
+
+// PointStreamWrite: a link's writer is about to take its queued items and
+// write them (or to retry after a broken stream).
+const PointStreamWrite = "stream.write"
+
+// StreamEvent is observed when something happens to a link's stream.
+type StreamEvent struct {
+	Node   string
+	Target string
+	Link   string
+	// What: "open", "ack" (closed with a cumulative ack), "broken" (a write
+	// or the close failed), "drop" (items given up: attempts exhausted or
+	// the node stopping), "fallback" (the peer does not speak v3: items
+	// relayed again in bulk), "handover" (the peer restarted or vanished:
+	// items relayed again to its current incarnation).
+	What  string
+	Items int    // items written on the stream, or dropped
+	Acked uint64 // the ack's link seq
+	Err   error
+}
+
+// link is one peer channel's relay stream.
+type link struct {
+	n    *Node
+	p    *peer
+	ch   int
+	name string // sender node @ epoch # channel: the receiver's dedup key
+	wake chan struct{}
+	done chan struct{}
+
+	mu      sync.Mutex
+	queue   []*relaypb.RelayStreamItem // waiting to be written
+	closed  bool
+	running bool // the writer was started
+
+	// Owned by the writer goroutine.
+	next    uint64                     // link seq of the next queued item
+	unacked []*relaypb.RelayStreamItem // written, not yet acknowledged
+	streams int                        // streams opened, for operation labels
+}
+
+func newLink(n *Node, p *peer, gen uint64, ch int) *link {
+	return &link{
+		n: n, p: p, ch: ch,
+		name: fmt.Sprintf("%s@%d.%d#%d", n.cfg.NodeID, n.epoch, gen, ch),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), next: 1,
+	}
+}
+
+// linkFor picks the channel of a room: every message of a room to one peer
+// goes through the same stream, in seq order.
+func (p *peer) linkFor(room string) *link {
+	if len(p.links) == 1 {
+		return p.links[0]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(room))
+	return p.links[int(h.Sum32()%uint32(len(p.links)))]
+}
+
+// enqueue queues a relay on the link and wakes its writer. It never blocks.
+func (l *link) enqueue(m *relaypb.RelayedMessage, recipients []string) error {
+	l.mu.Lock()
+	switch {
+	case l.closed:
+		l.mu.Unlock()
+		return status.Errorf(codes.Unavailable, "relay %s#%d to %s: link %s closed", m.Room, m.Seq, l.p.server, l.name)
+	case len(l.queue) >= l.n.cfg.StreamQueue:
+		l.mu.Unlock()
+		return status.Errorf(codes.ResourceExhausted, "relay %s#%d to %s: link %s has %d items queued", m.Room, m.Seq, l.p.server, l.name, l.n.cfg.StreamQueue)
+	}
+	l.queue = append(l.queue, &relaypb.RelayStreamItem{Message: m, Recipients: recipients, TargetEpoch: l.p.epoch, Link: l.name})
+	start := !l.running
+	l.running = true
+	l.mu.Unlock()
+	if start {
+		l.n.peers.writers.Add(1)
+		go func() {
+			defer l.n.peers.writers.Done()
+			l.run()
+		}()
+	}
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// close ends the link; its writer exits (cancelling any stream) and what
+// it held is dropped.
+func (l *link) close() {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return
+	}
+	l.closed = true
+	l.mu.Unlock()
+	close(l.done)
+}
+
+// stream is the writer's current RelayStream.
+type relayStream struct {
+	s       relaypb.Relay_RelayStreamClient
+	cancel  context.CancelFunc
+	written int
+	linger  <-chan time.Time
+	stop    func() bool
+	expired bool // linger fired
+}
+
+func (l *link) run() {
+	var cur *relayStream
+	defer func() {
+		if cur != nil {
+			cur.stop()
+			cur.cancel()
+		}
+	}()
+	failures := 0
+	var retry <-chan time.Time
+	for {
+		var linger <-chan time.Time
+		if cur != nil {
+			linger = cur.linger
+		}
+		select {
+		case <-l.done:
+		case <-l.wake:
+		case <-linger:
+			cur.expired = true
+		case <-retry:
+			retry = nil
+		}
+		l.n.hooks.Gate(l.n.ctx, Point{Node: l.n.cfg.NodeID, Kind: PointStreamWrite, Key: l.name + " ->" + l.p.server})
+		if l.isClosed() {
+			l.handover()
+			return
+		}
+		var err error
+		cur, err = l.step(cur)
+		if err == nil {
+			failures = 0
+			continue
+		}
+		failures++
+		if cur != nil {
+			cur.stop()
+			cur.cancel()
+			cur = nil
+		}
+		if l.giveUp(err, failures) {
+			failures = 0
+			continue
+		}
+		retry = time.After(time.Duration(failures) * l.n.cfg.RelayBackoff)
+	}
+}
+
+func (l *link) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// step writes what is queued (after what a broken stream left unacked) and
+// closes the stream for its ack when it is full or has lingered.
+func (l *link) step(cur *relayStream) (*relayStream, error) {
+	l.mu.Lock()
+	for _, it := range l.queue {
+		it.LinkSeq = l.next
+		l.next++
+		l.unacked = append(l.unacked, it)
+	}
+	l.queue = nil
+	l.mu.Unlock()
+	if len(l.unacked) == 0 {
+		if cur != nil && cur.written > 0 && lingered(cur) {
+			return nil, l.ack(cur)
+		}
+		return cur, nil
+	}
+	if cur == nil {
+		var err error
+		if cur, err = l.open(); err != nil {
+			return nil, err
+		}
+	}
+	// Items not yet on this stream: all of unacked on a new stream.
+	for _, it := range l.unacked[cur.written:] {
+		if err := l.write(cur, it); err != nil {
+			return cur, err
+		}
+		cur.written++
+	}
+	if cur.written >= l.n.cfg.StreamBatch || lingered(cur) {
+		return nil, l.ack(cur)
+	}
+	return cur, nil
+}
+
+func lingered(cur *relayStream) bool {
+	if !cur.expired {
+		select {
+		case <-cur.linger:
+			cur.expired = true
+		default:
+		}
+	}
+	return cur.expired
+}
+
+// open starts a new stream on the link's channel.
+func (l *link) open() (*relayStream, error) {
+	cc := l.p.channel(l.ch)
+	if cc == nil {
+		return nil, &attemptError{epoch: l.p.epoch, err: status.Errorf(codes.Unavailable, "link %s: connections to %s epoch %d closed", l.name, l.p.server, l.p.epoch)}
+	}
+	l.streams++
+	op := fmt.Sprintf("stream %s ->%s", l.name, l.p.server)
+	ctx, cancel := context.WithCancel(WithLabel(l.n.ctx, op))
+	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, l.n.cfg.ClusterToken, MDOp, op, MDAttempt, strconv.Itoa(l.streams))
+	s, err := relaypb.NewRelayClient(cc).RelayStream(ctx)
+	if err != nil {
+		cancel()
+		return nil, &attemptError{epoch: l.p.epoch, err: fmt.Errorf("open %s: %w", op, err)}
+	}
+	t := time.NewTimer(l.n.cfg.StreamLinger)
+	l.n.hooks.Observe(StreamEvent{Node: l.n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "open", Items: len(l.unacked)})
+	return &relayStream{s: s, cancel: cancel, linger: t.C, stop: t.Stop}, nil
+}
+
+// write sends one item; a write that flow control holds for longer than
+// RelayTimeout breaks the stream.
+func (l *link) write(cur *relayStream, it *relaypb.RelayStreamItem) error {
+	watchdog := time.AfterFunc(l.n.cfg.RelayTimeout, cur.cancel)
+	err := cur.s.Send(it)
+	watchdog.Stop()
+	if err == nil {
+		return nil
+	}
+	if err == io.EOF { // the server ended the stream: its status says why
+		_, err = cur.s.CloseAndRecv()
+	}
+	return &attemptError{epoch: l.p.epoch, err: fmt.Errorf("write %s#%d on %s: %w", it.Message.GetRoom(), it.Message.GetSeq(), l.name, err)}
+}
+
+// ack closes the stream and drops the items its response acknowledges.
+func (l *link) ack(cur *relayStream) error {
+	defer cur.cancel()
+	cur.stop()
+	watchdog := time.AfterFunc(l.n.cfg.RelayTimeout, cur.cancel)
+	resp, err := cur.s.CloseAndRecv()
+	watchdog.Stop()
+	if err != nil {
+		return &attemptError{epoch: l.p.epoch, err: fmt.Errorf("close %s: %w", l.name, err)}
+	}
+	i := 0
+	for i < len(l.unacked) && l.unacked[i].LinkSeq <= resp.Acked {
+		i++
+	}
+	l.unacked = append([]*relaypb.RelayStreamItem(nil), l.unacked[i:]...)
+	l.n.hooks.Observe(StreamEvent{Node: l.n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "ack", Items: cur.written, Acked: resp.Acked})
+	return nil
+}
+
+// giveUp decides what a broken stream costs: a peer that does not speak
+// v3 gets the items again as bulk relays; a peer restarted or gone hands
+// them to its current incarnation; a non-retryable error or the last
+// attempt drops them (recipients catch up from the log). It reports
+// whether the link starts over with nothing held.
+func (l *link) giveUp(err error, failures int) bool {
+	n := l.n
+	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "broken", Items: len(l.unacked), Err: err})
+	code := status.Code(err)
+	switch {
+	case code == codes.Unimplemented:
+		l.p.downgrade(ProtocolV2)
+		items := l.takeAll()
+		n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "fallback", Items: len(items), Err: err})
+		for _, it := range items {
+			ctx := WithLabel(n.ctx, fmt.Sprintf("fallback %s#%d ->%s", it.Message.Room, it.Message.Seq, l.p.server))
+			n.relay(ctx, l.p.server, it.Recipients, it.Message, ModeBulk)
+		}
+		return true
+	case code == codes.FailedPrecondition || errors.Is(err, ErrUnknownNode):
+		n.peers.forget(l.p.server, l.p.epoch)
+	case code == codes.Unavailable:
+		n.peers.refresh(WithLabel(n.ctx, fmt.Sprintf("stream %s ->%s refresh", l.name, l.p.server)), l.p.server, l.p.epoch)
+	}
+	if l.isClosed() {
+		return true // the writer hands over and exits at its next turn
+	}
+	if retryable(err) && failures < n.cfg.RelayAttempts {
+		return false
+	}
+	items := l.takeAll()
+	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "drop", Items: len(items), Err: err})
+	return true
+}
+
+// handover gives what a closed link held to the peer's current
+// incarnation, as new stream relays made by the writer itself (no executor
+// task: the fan-out's tasks are done). A closed link of a stopping node
+// drops them.
+func (l *link) handover() {
+	n := l.n
+	items := l.takeAll()
+	if len(items) == 0 {
+		return
+	}
+	if n.ctx.Err() != nil {
+		n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "drop", Items: len(items), Err: errNodeStopping})
+		return
+	}
+	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "handover", Items: len(items)})
+	for _, it := range items {
+		ctx := WithLabel(n.ctx, fmt.Sprintf("handover %s#%d ->%s from %s", it.Message.Room, it.Message.Seq, l.p.server, l.name))
+		n.relay(ctx, l.p.server, it.Recipients, it.Message, ModeStream)
+	}
+}
+
+// takeAll empties the link: the unacked items and the queue.
+func (l *link) takeAll() []*relaypb.RelayStreamItem {
+	l.mu.Lock()
+	items := append(l.unacked, l.queue...)
+	l.queue = nil
+	l.mu.Unlock()
+	l.unacked = nil
+	return items
+}
+
+// --- receiver ---
+
+// linkKey names a sender's channel to this node across its incarnations
+// and link generations; linkSeen is the newest link seen on it and the
+// last item processed.
+type linkKey struct {
+	origin string
+	ch     string
+}
+
+type linkSeen struct {
+	epoch, gen uint64
+	seq        uint64
+}
+
+// newer orders links of one key: by the sender's epoch, then generation.
+func (a linkSeen) newer(b linkSeen) bool {
+	return a.epoch > b.epoch || a.epoch == b.epoch && a.gen > b.gen
+}
+
+// parseLink splits "node@epoch.gen#ch".
+func parseLink(s string) (linkKey, linkSeen, error) {
+	bad := status.Errorf(codes.InvalidArgument, "bad link %q (want node@epoch.gen#channel)", s)
+	at := strings.LastIndexByte(s, '@')
+	hash := strings.LastIndexByte(s, '#')
+	if at <= 0 || hash < at {
+		return linkKey{}, linkSeen{}, bad
+	}
+	e, g, ok := strings.Cut(s[at+1:hash], ".")
+	epoch, err1 := strconv.ParseUint(e, 10, 64)
+	gen, err2 := strconv.ParseUint(g, 10, 64)
+	if !ok || err1 != nil || err2 != nil {
+		return linkKey{}, linkSeen{}, bad
+	}
+	return linkKey{origin: s[:at], ch: s[hash+1:]}, linkSeen{epoch: epoch, gen: gen}, nil
+}
+
+// claim reports whether the item at seq of link l is new, and records it as
+// processed. An item of an older link than the newest seen on its key is
+// never new: its sender has moved on and handed it over.
+func (n *Node) claim(key linkKey, l linkSeen, seq uint64) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.links == nil {
+		n.links = map[linkKey]linkSeen{}
+	}
+	cur, seen := n.links[key]
+	switch {
+	case seen && cur.newer(l):
+		return false
+	case seen && !l.newer(cur) && seq <= cur.seq:
+		return false
+	}
+	l.seq = seq
+	n.links[key] = l
+	return true
+}
+
+// acked is link l's cumulative ack.
+func (n *Node) acked(key linkKey, l linkSeen) uint64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if cur := n.links[key]; cur.epoch == l.epoch && cur.gen == l.gen {
+		return cur.seq
+	}
+	return 0
+}
+
+func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
+	n := r.n
+	if n.cfg.Protocol < ProtocolV3 {
+		return status.Errorf(codes.Unimplemented, "relay protocol v%d has no RelayStream", n.cfg.Protocol)
+	}
+	var key linkKey
+	var link linkSeen
+	var processed, dups uint32
+	for {
+		it, err := s.Recv()
+		if err == io.EOF {
+			return s.SendAndClose(&relaypb.RelayStreamAck{Acked: n.acked(key, link), Processed: processed, Duplicates: dups})
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.check(it.GetMessage(), it.GetTargetEpoch(), len(it.GetRecipients())); err != nil {
+			return err
+		}
+		k, l, err := parseLink(it.GetLink())
+		if err != nil {
+			return err
+		}
+		if processed+dups > 0 && (k != key || l != link) {
+			return status.Errorf(codes.InvalidArgument, "one stream carried items of two links (the second: %s)", it.GetLink())
+		}
+		key, link = k, l
+		for _, u := range it.Recipients {
+			if err := validName("recipient", u); err != nil {
+				return err
+			}
+		}
+		if !n.claim(key, link, it.LinkSeq) {
+			dups++
+			continue
+		}
+		ctx := WithLabel(s.Context(), fmt.Sprintf("recv stream %s #%d", it.Link, it.LinkSeq))
+		n.deliverLocal(ctx, it.Message, it.Recipients)
+		processed++
+	}
+}
