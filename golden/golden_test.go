@@ -78,11 +78,12 @@ func TestReportShort(t *testing.T) {
 }
 
 // TestTraceHashes pins the trace hash of the runner's default run for a
-// fixed set of seeds, in both modes and both cost models.
+// fixed set of seeds, in every mode and both cost models, and of a rolling
+// upgrade v1 to v3 in stream mode (a protocol change shows here).
 func TestTraceHashes(t *testing.T) {
 	var out bytes.Buffer
 	for _, cost := range sim.CostModels() {
-		for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
+		for _, mode := range system.Modes {
 			for _, seed := range []sim.Seed{0x1, 0x2a, 0x5eed} {
 				cfg := sim.DefaultConfig()
 				cfg.Seed, cfg.Mode = seed, mode
@@ -99,6 +100,16 @@ func TestTraceHashes(t *testing.T) {
 				fmt.Fprintf(&out, "cost=%s mode=%s seed=%s trace-hash=%s %s\n", cost, mode, seed, res.TraceHash, verdict)
 			}
 		}
+	}
+	for _, seed := range []sim.Seed{0x1, 0x2a} {
+		cfg := sim.DefaultConfig()
+		cfg.Seed, cfg.Mode, cfg.Upgrade = seed, system.ModeStream, &sim.Upgrade{From: 1, To: 3}
+		res := sim.Run(t, cfg)
+		verdict := "ok"
+		if res.Failed() {
+			verdict = fmt.Sprintf("FAILED (%d violations, err=%v)", len(res.Violations), res.Err)
+		}
+		fmt.Fprintf(&out, "cost=swarm mode=stream upgrade=v1:v3 seed=%s trace-hash=%s %s\n", seed, res.TraceHash, verdict)
 	}
 	compare(t, "trace-hashes.txt", out.Bytes())
 }
