@@ -14,6 +14,7 @@ func Check(h *History) []Violation {
 		CheckWorkers,
 		CheckTimely,
 		CheckNoPanics,
+		CheckForgedRejected,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -25,14 +26,15 @@ func Check(h *History) []Violation {
 // CheckPrefix runs the checkers that hold at every quiescent point of a
 // run, not only after the drain: nothing stray, per-room order, no acked
 // send lost, windows consistent with real time, streams matching sessions,
-// workers and goroutines within bounds at every sample, no panics. Calls
+// workers and goroutines within bounds at every sample, no panics, forged
+// calls rejected. Calls
 // still in flight must be in h as events with Err "Pending" (their outcome
 // is unknown). Dispatch task counts, exactly-once and timely delivery are
 // judged after the drain only: a dispatch's tasks may still be queued.
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected,
 	} {
 		out = append(out, c(h)...)
 	}

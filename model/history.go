@@ -45,6 +45,12 @@ const (
 	// KindPanic: a node recovered a panicking executor task (Err holds the
 	// task label and the panic value).
 	KindPanic Kind = "panic"
+	// KindForgedSend and KindForgedJoin: a client made a send (MsgID) or a
+	// join of Room naming User with a credential that is not User's (a
+	// fault the simulator injects). They are kinds of their own so that no
+	// checker of real calls counts them; CheckForgedRejected judges them.
+	KindForgedSend Kind = "forged-send"
+	KindForgedJoin Kind = "forged-join"
 )
 
 // Event is one entry of a run's history. Fields that do not apply to a kind

@@ -21,12 +21,13 @@ const (
 	PropWindows         = "membership-windows"
 	PropTimely          = "timely-live-delivery"
 	PropPanics          = "no-task-panics"
+	PropForged          = "forged-rejected"
 )
 
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it

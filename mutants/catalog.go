@@ -45,7 +45,7 @@ const (
 var Properties = []string{
 	model.PropNoLoss, model.PropExactlyOnce, model.PropOrdering, model.PropNoStray,
 	model.PropStreamLeak, model.PropGoroutineLeak, model.PropWorkers, model.PropModeEquivalence,
-	"membership-windows", "timely-live-delivery", "no-task-panics",
+	"membership-windows", "timely-live-delivery", "no-task-panics", model.PropForged,
 }
 
 // pseudo are the failures a test suite shows without a violation line,

@@ -80,6 +80,8 @@ func (c *Cluster) Inject(f Fault) {
 		c.Do(Action{At: c.Now(), User: f.User, Kind: ActVanish})
 	case "slow":
 		c.Do(Action{At: c.Now(), User: f.User, Kind: ActSlow, For: f.For})
+	case "forge":
+		c.doNow(f.Forge.action(c.Now(), f.User))
 	}
 }
 
@@ -90,7 +92,7 @@ func (c *Cluster) recordTimed(f Fault) {
 	now := c.Now()
 	mf := model.Fault{From: now, To: now + f.For, Kind: f.Kind}
 	switch f.Kind {
-	case "crash", "restart", "upgrade":
+	case "crash", "restart", "upgrade", "forge": // forge: the forged call's own event records it
 		return
 	case "partition":
 		mf.To, mf.Nodes = -1, c.linkNodes(f)

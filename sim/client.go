@@ -33,6 +33,10 @@ const (
 	ActVanish     ActionKind = "vanish"     // stop reading without closing the stream
 	ActSend       ActionKind = "send"       // send MsgID to Room
 	ActSlow       ActionKind = "slow"       // read deliveries slowly for For
+	// Forged calls (forge.go): send MsgID to Room, or join Room, naming As
+	// with a forged credential of form Token.
+	ActForgeSend ActionKind = "forge-send"
+	ActForgeJoin ActionKind = "forge-join"
 )
 
 // Action is one thing a simulated user does at virtual time At.
@@ -44,6 +48,8 @@ type Action struct {
 	Node  int
 	MsgID string
 	For   time.Duration
+	// As and Token: a forged call's named user and credential form.
+	As, Token string
 }
 
 func (a Action) String() string {
@@ -57,8 +63,23 @@ func (a Action) String() string {
 		s += " " + a.Room + " " + a.MsgID
 	case ActSlow:
 		s += " " + a.For.String()
+	case ActForgeSend, ActForgeJoin:
+		s += " " + a.Room
+		if a.MsgID != "" {
+			s += " " + a.MsgID
+		}
+		s += " as " + a.As + " token=" + a.Token
 	}
 	return s
+}
+
+// named is the user a call's request names: a forged call's As, else the
+// client's own user.
+func (a Action) named(user string) string {
+	if a.As != "" {
+		return a.As
+	}
+	return user
 }
 
 // Client is one simulated user: an actor goroutine that performs its
@@ -70,6 +91,8 @@ type Client struct {
 	stop context.CancelFunc
 	wake chan struct{}
 	done chan struct{}
+	// token is the user's credential (system.UserToken).
+	token string
 
 	mu        sync.Mutex // guards the fields below; never held across a block
 	inbox     []Action
@@ -112,7 +135,7 @@ func (c *Cluster) Do(a Action) {
 
 func (c *Cluster) newClient(user string) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
-	cl := &Client{c: c, user: user, ctx: ctx, stop: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
+	cl := &Client{c: c, user: user, token: system.UserToken(c.userSecret, user), ctx: ctx, stop: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
 		unary: map[int]*grpc.ClientConn{}, cursors: map[string]uint64{}}
 	c.users[user] = cl
 	go cl.run()
@@ -196,6 +219,16 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: cl.user, ClientMsgId: a.MsgID, Payload: []byte("m:" + a.MsgID)})
 			return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate()}, err
 		})
+	case ActForgeSend:
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
+			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: a.As, ClientMsgId: a.MsgID, Payload: []byte("forged:" + a.MsgID)})
+			return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate()}, err
+		})
+	case ActForgeJoin:
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
+			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: a.As})
+			return reply{seq: r.GetFromSeq()}, err
+		})
 	case ActConnect:
 		cl.connect(a.Node, inv)
 	case ActDisconnect:
@@ -233,7 +266,8 @@ func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, 
 	for ; try <= clientAttempts; try++ {
 		node = cl.callNode(a.Node, try)
 		ctx, cancel := context.WithTimeout(cl.ctx, clientTimeout)
-		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try))
+		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try),
+			system.MDUser, cl.user, system.MDUserToken, cl.credential(a))
 		r, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
 		cancel()
 		cl.c.Sched.Gate(cl.user, KindRPCDone, fmt.Sprintf("a%d try%d", n, try))
@@ -258,12 +292,13 @@ func clientRetryable(err error) bool {
 	return false
 }
 
-var callKinds = map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend}
+var callKinds = map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend,
+	ActForgeSend: model.KindForgedSend, ActForgeJoin: model.KindForgedJoin}
 
 // setPending notes the call in flight, so that a check taken before it
 // returns treats its outcome as unknown.
 func (cl *Client) setPending(a Action, inv invocation) {
-	ev := model.Event{Kind: callKinds[a.Kind], User: cl.user, Room: a.Room, MsgID: a.MsgID, Err: "Pending",
+	ev := model.Event{Kind: callKinds[a.Kind], User: a.named(cl.user), Room: a.Room, MsgID: a.MsgID, Err: "Pending",
 		Time: cl.c.Now(), TraceLine: cl.c.Trace.Lines(), Invoked: inv.at, InvokedLine: inv.line}
 	cl.mu.Lock()
 	cl.pending = &ev
@@ -275,7 +310,7 @@ func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err
 	cl.mu.Lock()
 	cl.pending = nil
 	cl.mu.Unlock()
-	ev := model.Event{Time: c.Now(), Kind: callKinds[a.Kind], User: cl.user, Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: r.seq,
+	ev := model.Event{Time: c.Now(), Kind: callKinds[a.Kind], User: a.named(cl.user), Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: r.seq,
 		Duplicate: r.duplicate, Node: c.nodes[node].id, Tries: tries, Invoked: inv.at, InvokedLine: inv.line}
 	res := fmt.Sprintf("ok seq=%d", r.seq)
 	if err != nil {
@@ -350,7 +385,7 @@ func (cl *Client) connect(node int, inv invocation) {
 	id := c.nodes[node].id
 	cc := c.clientConn(id, tag)
 	ctx, cancel := context.WithCancel(cl.ctx)
-	ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s #%d", cl.user, gen))
+	ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s #%d", cl.user, gen), system.MDUser, cl.user, system.MDUserToken, cl.token)
 	stream, err := relaypb.NewChatClient(cc).Connect(ctx, &relaypb.ConnectRequest{User: cl.user, Cursors: cursors})
 	if err == nil {
 		// Wait until the node registered the session (its header), so a

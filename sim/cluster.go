@@ -70,6 +70,8 @@ type Cluster struct {
 	labels context.Context
 	// channels is the nodes' channels per peer.
 	channels int
+	// userSecret keys the users' credentials (derived from the seed).
+	userSecret string
 	// taskIdx finds a message's entry in hist.Tasks.
 	taskIdx map[taskKey]int
 	// histMu guards the history's records. Scheduled runs append from one
@@ -116,6 +118,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	pprof.SetGoroutineLabels(c.labels)
 	c.seeds.faults = cfg.Seed.Derive("faults")
 	c.seeds.cost = cfg.Seed.Derive("cost")
+	c.userSecret = "relaysim-users-" + cfg.Seed.Derive("user-secret").String()
 	cost := cfg.Cost.WithSeed(c.seeds.cost)
 	c.Sched = NewScheduler(cfg.Strategy, c.Trace, cost.Latency)
 	if cfg.CPU != nil {
@@ -197,6 +200,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	}
 	cfg.NodeID, cfg.Advertise, cfg.Mode, cfg.Protocol = sn.id, sn.id, c.cfg.Mode, sn.protocol
 	cfg.ClusterToken = "relaysim-cluster"
+	cfg.UserSecret = c.userSecret
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor
 	}

@@ -19,11 +19,14 @@ type FaultBounds struct {
 	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
 	// RedisSpikes are windows in which every Redis command is slow.
 	RedisSpikes int
+	// Forgeries are client calls made with a forged user credential
+	// (forge.go).
+	Forgeries int
 }
 
 // DefaultBounds is the runner's default.
 func DefaultBounds() FaultBounds {
-	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1}
+	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 2}
 }
 
 // NoFaults turns every fault off.
@@ -36,6 +39,7 @@ type FaultMix struct {
 	DropRequest, DropResponse, Duplicate, Delay, RedisError                          float64
 	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
 	RedisSpikes                                                                      int
+	Forgeries                                                                        int
 }
 
 // DrawMix draws a seed's fault mix within b. Each kind draws from its own
@@ -70,6 +74,7 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 		Vanishes:      n("vanish", b.Vanishes),
 		SlowConsumers: n("slow-consumer", b.SlowConsumers),
 		RedisSpikes:   n("redis-spike", b.RedisSpikes),
+		Forgeries:     n("forge", b.Forgeries),
 	}
 }
 
@@ -98,6 +103,7 @@ func (m FaultMix) String() string {
 	addN("vanish", m.Vanishes)
 	addN("slow-consumer", m.SlowConsumers)
 	addN("redis-spike", m.RedisSpikes)
+	addN("forge", m.Forgeries)
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -107,7 +113,7 @@ func (m FaultMix) String() string {
 // Fault is one timed fault of the fault phase.
 type Fault struct {
 	At   time.Duration
-	Kind string // crash, restart, upgrade, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow
+	Kind string // crash, restart, upgrade, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow, forge
 	Node int    // node index (crash, restart, pause, partition side a)
 	Peer int    // partition side b (-1: isolate Node from everyone)
 	// OneWay cuts only Node -> Peer.
@@ -116,6 +122,8 @@ type Fault struct {
 	User   string
 	// Protocol is the version an upgrade restarts the node with.
 	Protocol int
+	// Forge is a forge fault's call, made by User's client.
+	Forge Forgery
 }
 
 func (f Fault) String() string {
@@ -143,6 +151,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("heal n%d/n%d", f.Node+1, f.Peer+1)
 	case "vanish", "slow":
 		return fmt.Sprintf("%s %s", f.Kind, f.User)
+	case "forge":
+		return fmt.Sprintf("forge %s by %s", f.Forge, f.User)
 	}
 	return fmt.Sprintf("%s for %v", f.Kind, f.For)
 }

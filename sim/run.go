@@ -206,8 +206,10 @@ func runInBubble(cfg Config, res *Result) {
 		wl = Generate(cfg.Seed.Derive("workload"), wc)
 	}
 	users := usersOf(wl.Actions)
-	res.Faults = PlanFaults(cfg.Seed.Derive("faults").Derive("plan"), res.Mix, cfg.Nodes, users, cfg.Tick*4, cfg.Duration)
+	plan := cfg.Seed.Derive("faults").Derive("plan")
+	res.Faults = PlanFaults(plan, res.Mix, cfg.Nodes, users, cfg.Tick*4, cfg.Duration)
 	res.Faults = cfg.Upgrade.plan(res.Faults, cfg.Nodes, cfg.Duration)
+	res.Faults = withForgeries(res.Faults, PlanForgeries(plan, res.Mix.Forgeries, users, roomsOf(wl.Actions), cfg.Tick*4, cfg.Duration))
 	header(trace, cfg, res, strategy, len(wl.Actions))
 
 	c, err := NewCluster(ClusterConfig{

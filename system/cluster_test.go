@@ -278,9 +278,21 @@ func (c *testCluster) connect(name, node string) *testUser {
 // client side of the connection.
 func (u *testUser) connect(node string, wrap func(net.Conn) net.Conn) {
 	u.c.t.Helper()
+	u.open(context.Background(), node, wrap)
+}
+
+// connectWith opens the user's stream on node with ctx's metadata (a
+// credential, say).
+func (u *testUser) connectWith(ctx context.Context, node string) {
+	u.c.t.Helper()
+	u.open(ctx, node, nil)
+}
+
+func (u *testUser) open(ctx context.Context, node string, wrap func(net.Conn) net.Conn) {
+	u.c.t.Helper()
 	u.disconnect()
 	cc := u.c.clientConn(node, wrap)
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	stream, err := relaypb.NewChatClient(cc).Connect(ctx, &relaypb.ConnectRequest{User: u.name, Cursors: u.cursors()})
 	require.NoError(u.c.t, err)
 	done := make(chan struct{})

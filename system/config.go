@@ -94,6 +94,10 @@ type Config struct {
 	Executor ExecutorConfig
 	// ClusterToken authenticates node-to-node relay calls.
 	ClusterToken string
+	// UserSecret, when set, makes every Chat call prove the user it acts
+	// for: its x-user-token metadata must be UserToken(UserSecret, user)
+	// (auth.go). Empty: clients are not authenticated.
+	UserSecret string
 	// ChannelsPerPeer is the number of independent gRPC connections kept to
 	// each peer (seed grpc-threads-vs-channels).
 	ChannelsPerPeer int

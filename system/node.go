@@ -127,8 +127,8 @@ func redisOptions(o redis.Options, pool int) *redis.Options {
 
 func (n *Node) newServer() *grpc.Server {
 	opts := []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(n.authUnary),
-		grpc.ChainStreamInterceptor(n.authStream),
+		grpc.ChainUnaryInterceptor(n.authUnary, n.userUnary),
+		grpc.ChainStreamInterceptor(n.authStream, n.userStream),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:    n.cfg.StreamKeepAlive,
 			Timeout: n.cfg.StreamKeepAliveTimeout,

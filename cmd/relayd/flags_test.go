@@ -29,18 +29,18 @@ func TestParseFlags(t *testing.T) {
 		{"defaults are the seeds' pool in bulk mode", []string{"-node", "n1", "-token", "t"}, nil, func(*options) {}},
 		{"every flag", []string{
 			"-node", "n2", "-token", "s", "-listen", ":7002", "-advertise", "relay2:7002", "-redis", "redis:6379",
-			"-mode", "single", "-protocol", "v1", "-core", "2", "-max", "4", "-queue", "8", "-channels", "3",
+			"-mode", "single", "-protocol", "v1", "-core", "2", "-max", "4", "-queue", "8", "-channels", "3", "-user-secret", "us",
 		}, nil, func(o *options) {
 			*o = options{listen: ":7002", advertise: "relay2:7002", redis: "redis:6379", node: "n2", token: "s",
-				mode: system.ModeSingle, protocol: 1, core: 2, max: 4, queue: 8, channels: 3}
+				mode: system.ModeSingle, protocol: 1, core: 2, max: 4, queue: 8, channels: 3, userSecret: "us"}
 		}},
 		{"environment fallbacks", nil, map[string]string{
 			"RELAYD_NODE": "n3", "RELAYD_TOKEN": "e", "RELAYD_LISTEN": ":7003", "RELAYD_ADVERTISE": "a:1",
 			"RELAYD_REDIS": "r:1", "RELAYD_MODE": "single", "RELAYD_CORE": "1", "RELAYD_MAX": "2",
-			"RELAYD_QUEUE": "0", "RELAYD_CHANNELS": "2", "RELAYD_PROTOCOL": "2",
+			"RELAYD_QUEUE": "0", "RELAYD_CHANNELS": "2", "RELAYD_PROTOCOL": "2", "RELAYD_USER_SECRET": "ue",
 		}, func(o *options) {
 			*o = options{listen: ":7003", advertise: "a:1", redis: "r:1", node: "n3", token: "e",
-				mode: system.ModeSingle, protocol: 2, core: 1, max: 2, queue: 0, channels: 2}
+				mode: system.ModeSingle, protocol: 2, core: 1, max: 2, queue: 0, channels: 2, userSecret: "ue"}
 		}},
 		{"a flag wins over the environment", []string{"-mode", "bulk", "-node", "n1"},
 			map[string]string{"RELAYD_MODE": "single", "RELAYD_NODE": "nX", "RELAYD_TOKEN": "t"}, func(*options) {}},

@@ -23,8 +23,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
 
@@ -35,9 +37,11 @@ import (
 // fixed sleeps.
 
 const (
-	itToken   = "integration-token"
-	itTimeout = 20 * time.Second // deadline of every wait
-	itPoll    = 20 * time.Millisecond
+	itToken      = "integration-token"
+	itUserSecret = "integration-user-secret"
+	itAdmin      = "admin"          // the user CreateRoom calls act for
+	itTimeout    = 20 * time.Second // deadline of every wait
+	itPoll       = 20 * time.Millisecond
 )
 
 func TestIntegrationRealCluster(t *testing.T) {
@@ -100,6 +104,11 @@ func runChatStory(t *testing.T, nodes []*relaydProc) {
 
 	next := sendBurst(t, senders, 5, 0) // seqs 1..15
 	waitSeqs(t, users, seqs(1, 15))
+	// A client holding u1a's credential cannot send as u2a: the call is
+	// Unauthenticated and nothing is sequenced (the join below gets 16).
+	forged := metadata.AppendToOutgoingContext(ctx, system.MDUser, users[0].name, system.MDUserToken, system.UserToken(itUserSecret, users[0].name))
+	_, err = nodes[1].chat.Send(forged, &relaypb.SendRequest{Room: "lobby", User: users[2].name, ClientMsgId: "forged", Payload: []byte("forged")})
+	require.Equal(t, codes.Unauthenticated, status.Code(err), "forged send: %v", err)
 	joined, err := nodes[1].chat.Join(ctx, &relaypb.JoinRequest{Room: "lobby", User: late.name})
 	require.NoError(t, err)
 	left, err := nodes[1].chat.Leave(ctx, &relaypb.LeaveRequest{Room: "lobby", User: leaver.name})
@@ -202,7 +211,7 @@ var servingLine = regexp.MustCompile(`serving on \S+ \(advertised as (\S+)\)`)
 // startRelayd starts a node listening on a free loopback port and waits for
 // its "serving" log line.
 func startRelayd(t *testing.T, bin, id, redisAddr string, flags ...string) *relaydProc {
-	cmd := exec.Command(bin, append([]string{"-node", id, "-listen", "127.0.0.1:0", "-redis", redisAddr, "-token", itToken}, flags...)...)
+	cmd := exec.Command(bin, append([]string{"-node", id, "-listen", "127.0.0.1:0", "-redis", redisAddr, "-token", itToken, "-user-secret", itUserSecret}, flags...)...)
 	dieWithTest(cmd)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -230,11 +239,24 @@ func startRelayd(t *testing.T, bin, id, redisAddr string, flags ...string) *rela
 	case <-time.After(itTimeout):
 		t.Fatalf("%s did not start serving", id)
 	}
-	p.conn, err = grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	p.conn, err = grpc.NewClient(p.addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithChainUnaryInterceptor(withCredential))
 	require.NoError(t, err)
 	t.Cleanup(func() { p.conn.Close() })
 	p.chat = relaypb.NewChatClient(p.conn)
 	return p
+}
+
+// withCredential attaches the credential of the user a unary call names
+// (CreateRoom: itAdmin), unless the caller set one itself (a forged call).
+func withCredential(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	if md, _ := metadata.FromOutgoingContext(ctx); len(md.Get(system.MDUserToken)) == 0 {
+		user := itAdmin
+		if r, ok := req.(interface{ GetUser() string }); ok {
+			user = r.GetUser()
+		}
+		ctx = metadata.AppendToOutgoingContext(ctx, system.MDUser, user, system.MDUserToken, system.UserToken(itUserSecret, user))
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
 // scanLog sends the advertised address from the serving line, and keeps
@@ -272,6 +294,7 @@ func connectUser(t *testing.T, name string, n *relaydProc) *itUser {
 // received so far; deliveries add to its history.
 func (u *itUser) connect(t *testing.T, n *relaydProc) {
 	ctx, cancel := context.WithCancel(context.Background())
+	ctx = metadata.AppendToOutgoingContext(ctx, system.MDUserToken, system.UserToken(itUserSecret, u.name))
 	stream, err := relaypb.NewChatClient(n.conn).Connect(ctx, &relaypb.ConnectRequest{User: u.name, Cursors: u.cursor()})
 	require.NoError(t, err)
 	done := make(chan struct{})

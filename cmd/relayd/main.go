@@ -2,7 +2,13 @@
 // Redis. Several relayd processes sharing one Redis and one cluster token
 // form a cluster.
 //
-//	relayd -node n1 -listen 127.0.0.1:7001 -redis 127.0.0.1:6379 -token s3cret -mode bulk
+//	relayd -node n1 -listen 127.0.0.1:7001 -redis 127.0.0.1:6379 -token s3cret -user-secret u53rs -mode bulk
+//
+// With -user-secret, clients must prove who they are: every Chat call
+// carries x-user-token metadata, the hex HMAC-SHA256 of the user id keyed
+// with the secret (system.UserToken), for the user its request names
+// (CreateRoom: the user in x-user metadata). Without it, any client may
+// act as any user.
 //
 // Every flag has an environment fallback (RELAYD_NODE, RELAYD_LISTEN, ...);
 // a flag given on the command line wins. SIGINT or SIGTERM stops the node
@@ -68,7 +74,10 @@ type options struct {
 	max       int
 	queue     int
 	token     string
-	channels  int
+	// userSecret keys the users' credentials ("": clients are not
+	// authenticated).
+	userSecret string
+	channels   int
 }
 
 // parseFlags reads args, falling back to the RELAYD_* environment for flags
@@ -81,7 +90,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: relayd -node ID -token SECRET [flags]\n\n"+
 			"Runs one relay node. Each flag falls back to the environment variable named\n"+
-			"in brackets; a flag on the command line wins.\n\n")
+			"in brackets; a flag on the command line wins.\n\n"+
+			"With -user-secret, every client call must carry the metadata\n"+
+			"x-user-token: hex(HMAC-SHA256(key=secret, message=user id)) for the user\n"+
+			"its request names (CreateRoom: the user named in x-user metadata), e.g.\n"+
+			"  printf %%s alice | openssl dgst -sha256 -hmac \"$SECRET\"\n\n")
 		fs.PrintDefaults()
 	}
 	def := system.DefaultConfig()
@@ -95,6 +108,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.IntVar(&o.max, "max", def.Executor.Max, "executor max workers [RELAYD_MAX]")
 	fs.IntVar(&o.queue, "queue", def.Executor.Queue, "executor queue capacity [RELAYD_QUEUE]")
 	fs.StringVar(&o.token, "token", "", "cluster token that authenticates node-to-node calls (required) [RELAYD_TOKEN]")
+	fs.StringVar(&o.userSecret, "user-secret", "", "secret keying the users' credentials; empty: clients are not authenticated [RELAYD_USER_SECRET]")
 	fs.IntVar(&o.channels, "channels", def.ChannelsPerPeer, "gRPC connections kept to each peer [RELAYD_CHANNELS]")
 
 	fail := func(err error) (options, error) {
@@ -145,8 +159,11 @@ func applyEnv(fs *flag.FlagSet, getenv func(string) string) error {
 func envName(flagName string) string {
 	b := []byte(flagName)
 	for i, c := range b {
-		if 'a' <= c && c <= 'z' {
+		switch {
+		case 'a' <= c && c <= 'z':
 			b[i] = c - 'a' + 'A'
+		case c == '-':
+			b[i] = '_'
 		}
 	}
 	return string(b)
@@ -183,6 +200,7 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 		Protocol:        o.protocol,
 		Executor:        system.ExecutorConfig{Core: o.core, Max: o.max, Queue: o.queue},
 		ClusterToken:    o.token,
+		UserSecret:      o.userSecret,
 		ChannelsPerPeer: o.channels,
 	}
 	node, err := system.New(cfg, system.Deps{Listener: lis, Redis: &redis.Options{Addr: o.redis}})
@@ -197,6 +215,9 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 	}
 	logger.Printf("node %s serving on %s (advertised as %s), mode %s, protocol v%d, epoch %d",
 		o.node, lis.Addr(), cfg.Advertise, node.Mode(), node.Protocol(), node.Epoch())
+	if o.userSecret == "" {
+		logger.Printf("node %s: no -user-secret: clients are not authenticated (any client may act as any user)", o.node)
+	}
 	<-ctx.Done()
 	logger.Printf("node %s stopping", o.node)
 	stopCtx, cancel := context.WithTimeout(context.Background(), stopTimeout)

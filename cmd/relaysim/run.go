@@ -69,6 +69,7 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
 	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
 	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
+	fs.IntVar(&c.Bounds.Forgeries, "max-forgeries", c.Bounds.Forgeries, "most client calls with a forged user credential per run")
 	return f
 }
 

@@ -1,0 +1,154 @@
+package system
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+const testUserSecret = "user-secret"
+
+func TestUserTokenIsHexHMACSHA256(t *testing.T) {
+	// RFC 4231-style check against the well-known HMAC-SHA256 test vector.
+	assert.Equal(t, "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8",
+		UserToken("key", "The quick brown fox jumps over the lazy dog"))
+	assert.NotEqual(t, UserToken("s", "alice"), UserToken("s", "bob"))
+	assert.NotEqual(t, UserToken("s", "alice"), UserToken("t", "alice"))
+}
+
+// as returns a context whose calls act for user with the given credential
+// ("" sends none).
+func as(user, token string) context.Context {
+	md := metadata.Pairs(MDUser, user)
+	if token != "" {
+		md.Append(MDUserToken, token)
+	}
+	return metadata.NewOutgoingContext(context.Background(), md)
+}
+
+// TestForgedUserCredentialIsRejectedWithoutSideEffects: with a user secret
+// configured, a Chat call whose credential is not the one of the user it
+// acts for fails Unauthenticated, writes nothing to Redis, registers no
+// session and delivers nothing.
+func TestForgedUserCredentialIsRejectedWithoutSideEffects(t *testing.T) {
+	calls := []struct {
+		name string
+		user string // the user the call acts for
+		call func(ctx context.Context, ch relaypb.ChatClient) error
+	}{
+		{"send", "alice", func(ctx context.Context, ch relaypb.ChatClient) error {
+			_, err := ch.Send(ctx, &relaypb.SendRequest{Room: "r", User: "alice", ClientMsgId: "forged", Payload: []byte("p")})
+			return err
+		}},
+		{"join", "carol", func(ctx context.Context, ch relaypb.ChatClient) error {
+			_, err := ch.Join(ctx, &relaypb.JoinRequest{Room: "r", User: "carol"})
+			return err
+		}},
+		{"leave", "bob", func(ctx context.Context, ch relaypb.ChatClient) error {
+			_, err := ch.Leave(ctx, &relaypb.LeaveRequest{Room: "r", User: "bob"})
+			return err
+		}},
+		{"create room", "carol", func(ctx context.Context, ch relaypb.ChatClient) error {
+			_, err := ch.CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: "r2"})
+			return err
+		}},
+		{"connect", "carol", func(ctx context.Context, ch relaypb.ChatClient) error {
+			stream, err := ch.Connect(ctx, &relaypb.ConnectRequest{User: "carol"})
+			if err != nil {
+				return err
+			}
+			_, err = stream.Recv()
+			return err
+		}},
+	}
+	credentials := []struct {
+		name  string
+		token func(user string) string
+	}{
+		{"missing token", func(string) string { return "" }},
+		{"token of another user", func(string) string { return UserToken(testUserSecret, "mallory") }},
+		{"malformed token", func(string) string { return "not-a-token" }},
+		{"token under another secret", func(user string) string { return UserToken("guessed", user) }},
+	}
+	for _, call := range calls {
+		for _, cred := range credentials {
+			t.Run(call.name+"/"+cred.name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					c, ch := authCluster(t)
+					before := c.mr.Dump()
+
+					err := call.call(as(call.user, cred.token(call.user)), ch)
+					c.settle()
+
+					require.Error(t, err)
+					assert.Equal(t, codes.Unauthenticated, status.Code(err), "status of %v", err)
+					assert.Contains(t, status.Convert(err).Message(), call.user)
+					assert.NotContains(t, status.Convert(err).Message(), testUserSecret, "the secret is never echoed")
+					assert.NotContains(t, status.Convert(err).Message(), UserToken(testUserSecret, call.user))
+					assert.Equal(t, before, c.mr.Dump(), "Redis is unchanged")
+					assert.Equal(t, 1, c.node("n1").Metrics().Sessions, "no session registered")
+					assert.Equal(t, []uint64{1}, c.user("bob").seqs("r"), "nothing more is delivered")
+				})
+			})
+		}
+	}
+}
+
+// TestValidUserCredentialIsAccepted: the same calls with the credential of
+// the user they act for go through; a request naming a user is judged for
+// that user, not for the x-user metadata.
+func TestValidUserCredentialIsAccepted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, ch := authCluster(t)
+		tok := func(u string) string { return UserToken(testUserSecret, u) }
+
+		_, err := ch.CreateRoom(as("carol", tok("carol")), &relaypb.CreateRoomRequest{Room: "r2"})
+		require.NoError(t, err)
+		_, err = ch.Join(as("carol", tok("carol")), &relaypb.JoinRequest{Room: "r", User: "carol"})
+		require.NoError(t, err)
+		resp, err := ch.Send(as("alice", tok("alice")), &relaypb.SendRequest{Room: "r", User: "alice", ClientMsgId: "m2", Payload: []byte("p")})
+		require.NoError(t, err)
+		assert.Equal(t, uint64(2), resp.Seq)
+		c.settle()
+		assert.Equal(t, []uint64{1, 2}, c.user("bob").seqs("r"))
+
+		// Metadata naming carol does not make carol's credential good for
+		// a request naming bob.
+		_, err = ch.Leave(as("carol", tok("carol")), &relaypb.LeaveRequest{Room: "r", User: "bob"})
+		assert.Equal(t, codes.Unauthenticated, status.Code(err), "status of %v", err)
+		_, err = ch.Leave(as("carol", tok("bob")), &relaypb.LeaveRequest{Room: "r", User: "bob"})
+		assert.NoError(t, err)
+	})
+}
+
+// authCluster is one node with a user secret, room r with members alice
+// and bob (bob connected), and one message sent; it returns a Chat client
+// to the node that sends no credential of its own.
+func authCluster(t *testing.T) (*testCluster, relaypb.ChatClient) {
+	c := newCluster(t, ModeBulk, 1, withConfig(func(cfg *Config) { cfg.UserSecret = testUserSecret }))
+	cc := c.clientConn("n1", nil)
+	t.Cleanup(func() { _ = cc.Close() })
+	ch := relaypb.NewChatClient(cc)
+	tok := func(u string) string { return UserToken(testUserSecret, u) }
+	_, err := ch.CreateRoom(as("alice", tok("alice")), &relaypb.CreateRoomRequest{Room: "r"})
+	require.NoError(t, err)
+	for _, u := range []string{"alice", "bob"} {
+		_, err := ch.Join(as(u, tok(u)), &relaypb.JoinRequest{Room: "r", User: u})
+		require.NoError(t, err)
+	}
+	bob := c.user("bob")
+	bob.connectWith(as("bob", tok("bob")), "n1")
+	_, err = ch.Send(as("alice", tok("alice")), &relaypb.SendRequest{Room: "r", User: "alice", ClientMsgId: "m1", Payload: []byte("hello")})
+	require.NoError(t, err)
+	c.settle()
+	require.Equal(t, []uint64{1}, bob.seqs("r"))
+	return c, ch
+}
