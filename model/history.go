@@ -179,9 +179,10 @@ type Sample struct {
 	// PeerRunning is the tasks running on the other nodes' workers at the
 	// sample (each may hold one relay call in this node's handlers).
 	PeerRunning int
-	// LivePeers is the number of other nodes up; ChannelsPerPeer the
-	// configured channels to each.
-	LivePeers, ChannelsPerPeer int
+	// LivePeers is the number of other nodes up and Peers the number of
+	// other nodes (a node keeps its channels to a peer that is down until
+	// it notices); ChannelsPerPeer the configured channels to each.
+	LivePeers, Peers, ChannelsPerPeer int
 	// Idle marks a sample taken after the cluster was idle for longer than
 	// the executor keep-alive (the pool must be back at core).
 	Idle bool

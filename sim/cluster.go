@@ -103,8 +103,10 @@ type simNode struct {
 	peakRunning int
 	epoch       uint64
 	// protocol is the relay protocol version the node runs (and restarts
-	// with, until an upgrade changes it).
+	// with, until an upgrade changes it); stopping is set while an upgrade
+	// stops the running incarnation.
 	protocol int
+	stopping bool
 }
 
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
@@ -272,10 +274,13 @@ func (c *Cluster) Upgrade(i, v int) error {
 	c.Trace.Event(c.Now(), sn.id, "node.upgrade v%d -> v%d epoch=%d", from, v, sn.epoch)
 	c.recordFault(model.Fault{From: c.Now(), To: -1, Kind: "upgrade", Nodes: []string{sn.id}})
 	c.notePeak(sn)
-	sn.up = false
+	// Down while it stops, and starting: a crash meanwhile finds it down
+	// and a restart finds it starting, so no second incarnation starts.
+	sn.up, sn.starting, sn.stopping = false, true, true
 	ctx, cancel := context.WithTimeout(context.Background(), upgradeStopTimeout)
 	sn.n.Stop(ctx)
 	cancel()
+	sn.stopping = false
 	c.Stats.Restarts++
 	return c.startNode(sn)
 }
@@ -353,9 +358,11 @@ func (c *Cluster) Sample(idle, count bool) {
 	if count {
 		g = countRun(c.runID)
 	}
+	// A node stopping for an upgrade still serves the calls and streams in
+	// flight (its peers' connections to it stay open until it has stopped).
 	up := 0
 	for _, sn := range c.nodes {
-		if sn.up {
+		if sn.up || sn.stopping {
 			up++
 		}
 	}
@@ -377,7 +384,7 @@ func (c *Cluster) Sample(idle, count bool) {
 			OpenStreams: int(sn.hooks.streams.open.Load()), Sessions: m.Sessions,
 			Transitions: c.Sched.ParkedKinds(sn.id, system.PointSessionOpen, system.PointSessionClose) + c.Sched.ParkedPrefix(sn.id, KindRPCRecv, "Connect ") + m.Ending,
 			InConns:     c.Net.OpenTo(sn.id), OutConns: c.Net.Open(sn.tag, "n"),
-			LivePeers: up - 1, ChannelsPerPeer: c.channels, Idle: idle,
+			LivePeers: up - 1, Peers: len(c.nodes) - 1, ChannelsPerPeer: c.channels, Idle: idle,
 			PeerRunning: running - sn.hooks.tasks.running,
 		}
 		if count {

@@ -323,6 +323,9 @@ func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
 	c.hist.LiveBound = LiveBound(cost, maxDelay)
 	c.hist.Recovery = Recovery(nc)
 	c.hist.GoroutineBound = GoroutineBound
+	if c.cfg.Mode == system.ModeStream {
+		c.hist.GoroutineBound = StreamGoroutineBound
+	}
 }
 
 func maxDelayOf(s Strategy) time.Duration {
@@ -388,13 +391,23 @@ func (c *Cluster) runSampled(end, every time.Duration) {
 // accepted or dialled (reader, writer, keep-alive, one call in flight from
 // a client), a few per client stream (handler, session sync loop, pump), a
 // few per channel to a peer (each gRPC client connection's resolver and
-// balancer), and one relay handler per task running on a peer's workers
-// (each holds at most one relay call). Fitted on seeds 1-24 of the default
-// run in both modes (10,110 samples, 1-4 channels per peer): the count
-// never came within 9 of the bound.
+// balancer, for every other node: channels to a peer that is down stay
+// until the node notices), and one relay handler per task running on a
+// peer's workers (each holds at most one relay call). Fitted on seeds 1-24
+// of the default run in both modes (10,110 samples, 1-4 channels per
+// peer): the count never came within 9 of the bound.
 func GoroutineBound(s model.Sample) int {
 	return goroutinesFixed + s.Max + goroutinesPerConn*(s.InConns+s.OutConns) + goroutinesPerStream*s.OpenStreams +
-		goroutinesPerChannel*s.LivePeers*s.ChannelsPerPeer + s.PeerRunning
+		goroutinesPerChannel*max(s.Peers, s.LivePeers)*s.ChannelsPerPeer + s.PeerRunning
+}
+
+// StreamGoroutineBound is GoroutineBound in stream mode, where each channel
+// to a peer also carries a relay stream link both ways: the sender's
+// writer and its stream's context watcher, the receiver's handler and its
+// own. A link that was replaced (its peer restarted) may still be handing
+// over or winding down while its successor runs: twice that.
+func StreamGoroutineBound(s model.Sample) int {
+	return GoroutineBound(s) + 2*goroutinesPerLink*max(s.Peers, s.LivePeers)*s.ChannelsPerPeer
 }
 
 const (
@@ -402,6 +415,7 @@ const (
 	goroutinesPerConn    = 3
 	goroutinesPerStream  = 3
 	goroutinesPerChannel = 3
+	goroutinesPerLink    = 4
 )
 
 // Close tears the cluster down: the scheduler stops gating, then clients,
