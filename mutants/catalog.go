@@ -174,8 +174,11 @@ func (m *Mutant) validate() error {
 		return fmt.Errorf("file %s: mutants change the relay (system/), never the oracle", m.File)
 	}
 	for _, mode := range m.Modes {
-		if mode != "single" && mode != "bulk" {
+		switch {
+		case !slices.Contains(SweepModes, mode):
 			return fmt.Errorf("unknown mode %q", mode)
+		case m.Suite == SuiteRapid && !slices.Contains(RapidModes, mode):
+			return fmt.Errorf("mode %q: the rapid suite runs only %s", mode, strings.Join(RapidModes, " and "))
 		}
 	}
 	return m.validateSuite()
@@ -211,12 +214,24 @@ func (m *Mutant) TestTarget() (pkg, run string, ok bool) {
 	return pkg, run, ok && pkg != "" && run != ""
 }
 
+// SweepModes are the relay modes a sweep suite runs each seed in, in
+// order, unless the mutant names its own: the runner's faulted run in each
+// (the seed's calm variant runs in all of them anyway: relaysim equiv).
+// RapidModes are the modes the rapid state machine has subtests for.
+var (
+	SweepModes = []string{"single", "bulk", "stream"}
+	RapidModes = []string{"single", "bulk"}
+)
+
 // RunModes are the relay modes a sweep or rapid suite alternates.
 func (m *Mutant) RunModes() []string {
-	if len(m.Modes) > 0 {
+	switch {
+	case len(m.Modes) > 0:
 		return m.Modes
+	case m.Suite == SuiteRapid:
+		return RapidModes
 	}
-	return []string{"single", "bulk"}
+	return SweepModes
 }
 
 // Mutate applies the mutant to the clean source of its file.

@@ -54,9 +54,9 @@ func TestCatalogCoversEveryProperty(t *testing.T) {
 			t.Errorf("no mutant names %s", p)
 		}
 	}
-	for _, mode := range []string{"single", "bulk"} {
-		if !slices.ContainsFunc(all, func(m *Mutant) bool { return slices.Contains(m.RunModes(), mode) }) {
-			t.Errorf("no mutant runs in %s mode", mode)
+	for _, mode := range SweepModes {
+		if !slices.ContainsFunc(all, func(m *Mutant) bool { return slices.Contains(m.Modes, mode) }) {
+			t.Errorf("no mutant names %s in its modes", mode)
 		}
 	}
 }
@@ -77,6 +77,7 @@ func TestParseRejects(t *testing.T) {
 		"bad test suite":   strings.Replace(good, "property", "suite: test:./sim\nproperty", 1),
 		"pseudo in sweep":  strings.Replace(good, "no-loss", "determinism", 1),
 		"unknown mode":     strings.Replace(good, "property", "modes: both\nproperty", 1),
+		"rapid in stream":  strings.Replace(good, "property", "suite: rapid\nmodes: stream\nproperty", 1),
 	}
 	for why, text := range bad {
 		name := "x.txtar"

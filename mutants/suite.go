@@ -101,9 +101,11 @@ func (r *run) build(ctx context.Context) bool {
 }
 
 // sweep runs seeds 1, 2, 3, ... until a run fails or the budget is spent,
-// as `relaysim sweep` runs them: the runner's default run in each mode,
-// then the seed's calm variant in every mode (`relaysim equiv`: mode
-// equivalence, and the fault-free runs where timely delivery is judged).
+// as `relaysim sweep -mode all` runs them: the runner's default (faulted)
+// run in each of the mutant's modes (single, bulk and stream unless it
+// names its own), then the seed's calm variant in every mode (`relaysim
+// equiv`: mode equivalence, and the fault-free runs where timely delivery
+// is judged).
 func (r *run) sweep(ctx context.Context) {
 	for seed := uint64(1); ; seed++ {
 		jobs := [][]string{}
