@@ -220,7 +220,7 @@ func (m *Mutant) TestTarget() (pkg, run string, ok bool) {
 // RapidModes are the modes the rapid state machine has subtests for.
 var (
 	SweepModes = []string{"single", "bulk", "stream"}
-	RapidModes = []string{"single", "bulk"}
+	RapidModes = []string{"single", "bulk", "stream"}
 )
 
 // RunModes are the relay modes a sweep or rapid suite alternates.

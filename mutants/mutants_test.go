@@ -77,7 +77,6 @@ func TestParseRejects(t *testing.T) {
 		"bad test suite":   strings.Replace(good, "property", "suite: test:./sim\nproperty", 1),
 		"pseudo in sweep":  strings.Replace(good, "no-loss", "determinism", 1),
 		"unknown mode":     strings.Replace(good, "property", "modes: both\nproperty", 1),
-		"rapid in stream":  strings.Replace(good, "property", "suite: rapid\nmodes: stream\nproperty", 1),
 	}
 	for why, text := range bad {
 		name := "x.txtar"

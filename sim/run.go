@@ -465,7 +465,11 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d%s", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions,
 		map[bool]string{true: " calm"}[cfg.Calm])
 	if v := cfg.startVersions(); len(v) > 0 {
-		t.Header("protocols %s%s", formatVersions(v), map[bool]string{true: " upgrade=" + cfg.Upgrade.String()}[cfg.Upgrade != nil])
+		upgrade := ""
+		if cfg.Upgrade != nil {
+			upgrade = " upgrade=" + cfg.Upgrade.String()
+		}
+		t.Header("protocols %s%s", formatVersions(v), upgrade)
 	}
 	t.Header("faults %s", res.Mix)
 	for _, f := range res.Faults {
