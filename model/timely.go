@@ -65,13 +65,34 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	if !ok {
 		return Violation{}, false
 	}
+	onLink := func(f Fault) bool { return len(f.Nodes) == 2 && f.Nodes[0] == send.Node && f.Nodes[1] == s.node }
 	if _, hit := timedFault(j.h, send.Invoked-bound, deadline.t, func(f Fault) bool {
+		switch f.Kind {
+		case "stream-break":
+			return false // judged below: it delays, it does not excuse
+		case "stream-giveup":
+			// A relay stream's break holds no worker (relay tasks only
+			// queue on the link): it touches that link's items alone.
+			return onLink(f)
+		}
 		// A node that is down, paused or cut off holds the workers of every
 		// node relaying to it (timeouts, retries), and tasks queue behind
 		// them: a timed node fault anywhere touches every path.
 		return f.Redis || f.User == user || (!f.Op && len(f.Nodes) > 0) || f.touchesNode(send.Node) || f.touchesNode(s.node)
 	}); hit {
 		return Violation{}, false
+	}
+	// A broken stream on the message's link delays it until the writer
+	// has written it again: the bound runs from the last break's recovery.
+	// A writer that forgot the unacknowledged items is late here.
+	broke := time.Duration(-1)
+	for _, f := range j.h.Faults {
+		if f.Kind == "stream-break" && onLink(f) && f.From <= deadline.t && f.From+recoveryOf(j.h, f.Kind) >= send.Invoked-bound {
+			broke = max(broke, f.From)
+		}
+	}
+	if broke >= 0 {
+		deadline.t = max(deadline.t, broke+recoveryOf(j.h, "stream-break")+bound)
 	}
 	d, got := first.get(user, send.Room, send.Seq)
 	if got && d.Time <= deadline.t {
@@ -84,6 +105,10 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 		v.TraceLines = lines(send.TraceLine, d.TraceLine)
 	}
 	v.Detail = fmt.Sprintf("connected on %s with no fault on the path from %s, but %s; bound %v", s.node, send.Node, late, bound)
+	if broke >= 0 {
+		v.Detail = fmt.Sprintf("connected on %s; the relay stream from %s broke at t=%v and its items were due again within %v, but %s",
+			s.node, send.Node, broke, recoveryOf(j.h, "stream-break")+bound, late)
+	}
 	return v, true
 }
 

@@ -289,7 +289,10 @@ func (m *machine) pause(rt *rapid.T) {
 
 func (m *machine) slowClient(rt *rapid.T) {
 	d := rapid.SampledFrom([]time.Duration{100 * time.Millisecond, 2 * time.Second}).Draw(rt, "for")
-	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSlow, For: d})
+	// Through the fault injector, so that the oracle knows the client read
+	// slowly (an action alone left it judging u's live deliveries as if
+	// nothing had happened: a false timely-live-delivery).
+	m.inject(rt, sim.Fault{Kind: "slow", User: m.user(rt), For: d})
 }
 
 // inject applies a fault from a goroutine of its own (a restart passes

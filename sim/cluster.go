@@ -74,6 +74,10 @@ type Cluster struct {
 	userSecret string
 	// taskIdx finds a message's entry in hist.Tasks.
 	taskIdx map[taskKey]int
+	// breaks counts each relay stream link's breaks since its last ack
+	// (streamhooks.go); relayAttempts is the nodes' RelayAttempts.
+	breaks        map[string]int
+	relayAttempts int
 	// histMu guards the history's records. Scheduled runs append from one
 	// released goroutine at a time (it is never contended there); the
 	// ungated negative control and teardown append concurrently.
@@ -206,7 +210,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor
 	}
-	c.channels = cfg.ChannelsPerPeer
+	c.channels, c.relayAttempts = cfg.ChannelsPerPeer, cfg.RelayAttempts
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	n, err := system.New(cfg, system.Deps{

@@ -289,17 +289,18 @@ func Recovery(cfg system.Config) map[string]time.Duration {
 	relay := time.Duration(cfg.RelayAttempts) * (cfg.RelayTimeout + time.Duration(cfg.RelayAttempts)*cfg.RelayBackoff)
 	reconnect := deterministicConnect.Backoff.MaxDelay + deterministicConnect.MinConnectTimeout + relay
 	// A broken relay stream holds its link's items until the writer has
-	// backed off, reopened and written them again (at most its attempts,
-	// each bounded by the write watchdog), after the stream that broke had
-	// lingered at most StreamLinger.
-	stream := relay + cfg.StreamLinger
+	// backed off (attempt x RelayBackoff) and written them again on a new
+	// stream: an injected break fails at once, it does not wait for the
+	// write watchdog. After as many breaks as attempts the writer may give
+	// the items up: they arrive with the members' next catch-up.
+	resend := time.Duration(cfg.RelayAttempts) * cfg.RelayBackoff
 	return map[string]time.Duration{
-		"":             reconnect,
-		"stream-break": stream,
-		"ack-lost":     stream,
-		"op":           relay,
-		"route-flush":  cfg.RouteTTL/3 + reconnect,
-		"vanish":       cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
-		"slow":         cfg.CatchUpInterval + reconnect,
+		"":              reconnect,
+		"stream-break":  resend,
+		"stream-giveup": relay + cfg.CatchUpInterval,
+		"op":            relay,
+		"route-flush":   cfg.RouteTTL/3 + reconnect,
+		"vanish":        cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
+		"slow":          cfg.CatchUpInterval + reconnect,
 	}
 }

@@ -41,10 +41,11 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 		return streamer(ctx, desc, cc, method, opts...)
 	}
 	target := strings.TrimPrefix(cc.Target(), "passthrough:///")
-	id := shortMethod(method) + " " + system.Label(ctx) + " " + attemptOf(ctx)
+	link := system.Label(ctx)
+	id := shortMethod(method) + " " + link + " " + attemptOf(ctx)
 	c.Sched.GateOwned(h, h.node, KindRPCSend, id, 0)
 	ctx, cancel := context.WithCancel(ctx)
-	s := &simClientStream{h: h, id: id, target: target, cancel: cancel}
+	s := &simClientStream{h: h, id: id, link: link, target: target, cancel: cancel}
 	if c.Net.Blocked(h.node, target) {
 		cancel()
 		return nil, s.broken("partition", "open")
@@ -65,6 +66,7 @@ type simClientStream struct {
 	grpc.ClientStream
 	h      *nodeHooks
 	id     string
+	link   string // the link's operation label: "stream n1@1.2#0 ->n2"
 	target string
 	cancel context.CancelFunc
 }
@@ -118,22 +120,43 @@ func (s *simClientStream) RecvMsg(m any) error {
 	if c.Net.Blocked(s.target, h.node) || decide(fs.Derive("drop-resp"), c.faults.mix.DropResponse, key, k) {
 		return s.broken("ack-lost", "ack")
 	}
+	c.streamBreaks(s.link, true)
 	return nil
 }
 
-// broken cuts the stream as a lost connection would and records the fault:
-// it delays every item on the link until the writer has resent them.
+// broken cuts the stream as a lost connection would and records the fault
+// on the link's path (sender, receiver): it delays the link's items until
+// the writer has resent them. The harness counts the breaks of each link
+// since its last ack came back: after as many as a link has attempts, its
+// writer may give its items up, and they arrive only with the next
+// catch-up ("stream-giveup", a longer recovery).
 func (s *simClientStream) broken(why, what string) error {
 	h, c := s.h, s.h.c
 	s.cancel()
 	c.Stats.FaultsInjected++
 	c.Trace.Event(c.Now(), h.node, "fault %s %s %s", why, s.id, what)
 	kind := "stream-break"
-	if why == "ack-lost" {
-		kind = why
+	if c.streamBreaks(s.link, false) >= c.relayAttempts {
+		kind = "stream-giveup"
 	}
 	c.recordFault(model.Fault{From: c.Now(), To: c.Now(), Kind: kind, Nodes: []string{h.node, s.target}})
 	return status.Errorf(codes.Unavailable, "simulated %s on %s", why, s.id)
+}
+
+// streamBreaks counts a break of link (acked: resets it at an ack that
+// came back) and returns the breaks since the link's last ack.
+func (c *Cluster) streamBreaks(link string, acked bool) int {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
+	if c.breaks == nil {
+		c.breaks = map[string]int{}
+	}
+	if acked {
+		delete(c.breaks, link)
+		return 0
+	}
+	c.breaks[link]++
+	return c.breaks[link]
 }
 
 // serverRelayStream gates each item a relay stream's handler reads.
