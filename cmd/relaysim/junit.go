@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ type junitReportXML struct {
 }
 
 type junitSuite struct {
+	XMLName    xml.Name        `xml:"testsuite"`
 	Name       string          `xml:"name,attr"`
 	Tests      int             `xml:"tests,attr"`
 	Failures   int             `xml:"failures,attr"`
@@ -223,25 +225,32 @@ func readJUnit(path string) ([]junitSuite, error) {
 //	relaysim junit-merge -o all.xml junit-*.xml
 //
 // Suites are kept as they are (one per shard), in the order of the
-// arguments; the totals are recounted from the cases. The last line says
-// how many cases failed; the exit code is 0 whatever failed (the shards'
-// own jobs carry their verdicts), 1 when a file cannot be read or written.
+// arguments; the totals are recounted from the cases. An argument with
+// glob characters that names no file is expanded here, so the command
+// works without a shell (a distroless container); "-o -" writes the XML
+// to stdout (kubectl logs) and nothing else there. Otherwise the last line
+// says how many cases failed. Exit 0 whatever failed (the shards carry
+// their verdicts), 1 when a file cannot be read or written.
 func cmdJUnitMerge(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("junit-merge", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	out := fs.String("o", "", "write the merged report here (required)")
+	out := fs.String("o", "", "write the merged report here, - for stdout (required)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitUsage
 	}
-	if *out == "" || fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "usage: relaysim junit-merge -o all.xml junit-1.xml junit-2.xml ...")
+	files, err := expandGlobs(fs.Args())
+	if *out == "" || len(files) == 0 || err != nil {
+		if err != nil {
+			fmt.Fprintf(stderr, "relaysim junit-merge: %v\n", err)
+		}
+		fmt.Fprintln(stderr, "usage: relaysim junit-merge -o all.xml|- junit-1.xml junit-2.xml ... (or 'junit-*.xml')")
 		return exitUsage
 	}
 	var suites []junitSuite
-	for _, path := range fs.Args() {
+	for _, path := range files {
 		s, err := readJUnit(path)
 		if err != nil {
 			fmt.Fprintf(stderr, "relaysim junit-merge: %v\n", err)
@@ -253,10 +262,38 @@ func cmdJUnitMerge(args []string, stdout, stderr io.Writer) int {
 		suites = append(suites, s...)
 	}
 	r := junitReport(suites)
-	if err := writeJUnit(*out, r); err != nil {
+	if *out == "-" {
+		err = encodeJUnit(stdout, r)
+	} else {
+		err = writeJUnit(*out, r)
+	}
+	if err != nil {
 		fmt.Fprintf(stderr, "relaysim junit-merge: %v\n", err)
 		return exitFail
 	}
-	fmt.Fprintf(stdout, "junit-merge: %d files, %d suites, %d cases, %d failed -> %s\n", fs.NArg(), len(suites), r.Tests, r.Failures, *out)
+	if *out != "-" {
+		fmt.Fprintf(stdout, "junit-merge: %d files, %d suites, %d cases, %d failed -> %s\n", len(files), len(suites), r.Tests, r.Failures, *out)
+	}
 	return exitOK
+}
+
+// expandGlobs expands each argument that has glob characters and is not
+// itself a file's name; a pattern that matches nothing is an error.
+func expandGlobs(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if _, err := os.Stat(a); err == nil || !strings.ContainsAny(a, "*?[") {
+			out = append(out, a)
+			continue
+		}
+		m, err := filepath.Glob(a)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", a, err)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%q matches no file", a)
+		}
+		out = append(out, m...)
+	}
+	return out, nil
 }

@@ -53,15 +53,6 @@ func TestHelpIsNotAnError(t *testing.T) {
 	assert.Contains(t, out.String(), "sweep")
 }
 
-func TestSweepSeedsShards(t *testing.T) {
-	got, err := sweepSeeds("1-10", "2/3")
-	require.NoError(t, err)
-	assert.Equal(t, []sim.Seed{2, 5, 8}, got)
-	all, err := sweepSeeds("0x10-0x12", "1/1")
-	require.NoError(t, err)
-	assert.Equal(t, []sim.Seed{16, 17, 18}, all)
-}
-
 // buildRunner builds the relaysim binary once per test.
 func buildRunner(t *testing.T) string {
 	t.Helper()

@@ -34,11 +34,17 @@ type sweepOpts struct {
 	from    string // where the shard came from ("" for the whole range)
 }
 
-// cmdSweep runs many seeds in worker processes (worker.go) and lists the
-// failing ones with their replay commands. The last line is
-// "seeds: <runs> failed: <k>"; stdout depends only on the arguments.
-// Progress and speed go to stderr.
-func cmdSweep(args []string, stdout, stderr io.Writer) int {
+// sweepSpec is a parsed sweep command line.
+type sweepSpec struct {
+	o     sweepOpts
+	seeds string
+	jobs  []*sweepJob
+	extra []string // the run flags the user set, passed to every job
+}
+
+// parseSweep reads a sweep's flags, and its shard from getenv when no
+// -shard is given (resolveShard).
+func parseSweep(args []string, getenv func(string) string, stderr io.Writer) (*sweepSpec, error) {
 	f := newRunFlags("sweep", stderr)
 	seeds := f.fs.String("seeds", "1-100", "seed range A-B (inclusive; hex or decimal)")
 	var o sweepOpts
@@ -50,34 +56,47 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	f.fs.BoolVar(&o.isolate, "isolate", false, "run every job in a fresh process of its own (slower; the way sweeps ran before worker processes)")
 	equiv := f.fs.Bool("equiv", true, "also run each seed's calm variant in every mode and compare deliveries (mode equivalence)")
 	f.fs.Lookup("mode").Usage = "relay mode: single, bulk or both"
-	modeBoth := false
-	var list []sim.Seed
-	err := func() error {
-		if err := f.fs.Parse(args); err != nil {
-			return err
+	if err := f.fs.Parse(args); err != nil {
+		return nil, err
+	}
+	modes := []string{f.mode}
+	if f.mode == "both" {
+		modes, f.mode = []string{"single", "bulk"}, "bulk"
+	}
+	if err := f.parse(nil); err != nil { // validates the rest
+		return nil, err
+	}
+	lo, hi, err := seedRange(*seeds)
+	if err != nil {
+		return nil, err
+	}
+	if o.shard, o.from, err = resolveShard(*shardFlag, *shards, getenv); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.jobs < 1:
+		return nil, fmt.Errorf("-j must be at least 1, got %d", o.jobs)
+	case o.timeout <= 0:
+		return nil, fmt.Errorf("-job-timeout must be positive, got %s", o.timeout)
+	}
+	sp := &sweepSpec{o: o, seeds: *seeds, extra: passThrough(f.fs)}
+	for _, s := range shardSeeds(lo, hi, o.shard) {
+		for _, m := range modes {
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m})
 		}
-		if f.mode == "both" {
-			modeBoth, f.mode = true, "bulk"
+		if *equiv {
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode})
 		}
-		if err := f.parse(nil); err != nil { // validates the rest
-			return err
-		}
-		lo, hi, err := seedRange(*seeds)
-		if err != nil {
-			return err
-		}
-		if o.shard, o.from, err = resolveShard(*shardFlag, *shards, os.Getenv); err != nil {
-			return err
-		}
-		list = shardSeeds(lo, hi, o.shard)
-		switch {
-		case o.jobs < 1:
-			return fmt.Errorf("-j must be at least 1, got %d", o.jobs)
-		case o.timeout <= 0:
-			return fmt.Errorf("-job-timeout must be positive, got %s", o.timeout)
-		}
-		return nil
-	}()
+	}
+	return sp, nil
+}
+
+// cmdSweep runs many seeds in worker processes (worker.go) and lists the
+// failing ones with their replay commands. The last line is
+// "seeds: <runs> failed: <k>"; stdout depends only on the arguments.
+// Progress and speed go to stderr.
+func cmdSweep(args []string, stdout, stderr io.Writer) int {
+	sp, err := parseSweep(args, os.Getenv, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -86,26 +105,13 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n | -shards N] [-junit FILE] [run flags]")
 		return exitUsage
 	}
-	modes := []string{f.mode}
-	if modeBoth {
-		modes = []string{"single", "bulk"}
-	}
-	var all []*sweepJob
-	for _, s := range list {
-		for _, m := range modes {
-			all = append(all, &sweepJob{seed: s, mode: m})
-		}
-		if *equiv {
-			all = append(all, &sweepJob{seed: s, mode: equivMode})
-		}
-	}
-	extra := passThrough(f.fs)
+	all, o, extra := sp.jobs, sp.o, sp.extra
 	start := time.Now()
 	runSweep(all, o, extra, newProgress(stderr, len(all), o.shard))
 	wall := time.Since(start)
 	fmt.Fprintln(stderr, speedLine(len(all), wall, o))
 	if o.junit != "" {
-		suite := junitSuiteOf(all, extra, *seeds, o)
+		suite := junitSuiteOf(all, extra, sp.seeds, o)
 		if err := writeJUnit(o.junit, junitReport([]junitSuite{suite})); err != nil {
 			fmt.Fprintf(stderr, "relaysim sweep: %v\n", err)
 			return exitFail
