@@ -48,7 +48,7 @@ func parseSweep(args []string, getenv func(string) string, stderr io.Writer) (*s
 	f := newRunFlags("sweep", stderr)
 	seeds := f.fs.String("seeds", "1-100", "seed range A-B (inclusive; hex or decimal)")
 	var o sweepOpts
-	f.fs.IntVar(&o.jobs, "j", runtime.NumCPU(), "runs in parallel (worker processes)")
+	f.fs.IntVar(&o.jobs, "j", runtime.GOMAXPROCS(0), "runs in parallel (worker processes); default the CPUs this process may use (a container's CPU limit included)")
 	shardFlag := f.fs.String("shard", "", "run only shard i of n (i/n, 1 <= i <= n), to split a sweep across machines; default $"+envShard+", else $"+envJobIndex+" (0-based) of -shards, else 1/1")
 	shards := f.fs.Int("shards", 0, "shard count that goes with $"+envJobIndex+" (a Kubernetes Indexed Job); default $"+envShards)
 	f.fs.StringVar(&o.junit, "junit", "", "write a JUnit XML report to this file: one test case per seed and mode, the failure banner as the failure text")
