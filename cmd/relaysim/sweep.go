@@ -107,9 +107,8 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	all, o, extra := sp.jobs, sp.o, sp.extra
 	start := time.Now()
-	runSweep(all, o, extra, newProgress(stderr, len(all), o.shard))
-	wall := time.Since(start)
-	fmt.Fprintln(stderr, speedLine(len(all), wall, o))
+	cpu := runSweep(all, o, extra, newProgress(stderr, len(all), o.shard))
+	fmt.Fprintln(stderr, speedLine(len(all), time.Since(start), cpu, o))
 	if o.junit != "" {
 		suite := junitSuiteOf(all, extra, sp.seeds, o)
 		if err := writeJUnit(o.junit, junitReport([]junitSuite{suite})); err != nil {
@@ -137,25 +136,29 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 // coresUsed is how many cores a sweep of -j n can keep busy here.
 func coresUsed(n int) int { return max(1, min(n, runtime.NumCPU())) }
 
-// speedLine is the sweep's throughput: jobs per wall second per core used.
-func speedLine(jobs int, wall time.Duration, o sweepOpts) string {
+// speedLine is the sweep's throughput: jobs per wall second per core used
+// (the figure), and jobs per CPU second of the processes that ran
+// them, which a machine shared with other work does not skew.
+func speedLine(jobs int, wall, cpu time.Duration, o sweepOpts) string {
 	how := "worker processes"
 	if o.isolate {
-		how = "a process per run (-isolate)"
+		how = "a process per job (-isolate)"
 	}
 	cores := coresUsed(o.jobs)
 	rate := float64(jobs) / max(wall.Seconds(), 1e-9)
-	return fmt.Sprintf("sweep: %d seeds in %s on %d cores (-j %d, %s): %.2f seeds/s, %.2f seeds/s/core",
-		jobs, wall.Round(10*time.Millisecond), cores, o.jobs, how, rate, rate/float64(cores))
+	return fmt.Sprintf("sweep: %d seeds in %s on %d cores (-j %d, %s): %.2f seeds/s, %.2f seeds/s/core; %s of CPU, %.2f seeds per CPU-second",
+		jobs, wall.Round(10*time.Millisecond), cores, o.jobs, how, rate, rate/float64(cores),
+		cpu.Round(10*time.Millisecond), float64(jobs)/max(cpu.Seconds(), 1e-9))
 }
 
-// runSweep runs the jobs on o.jobs workers, reporting each to prog.
-func runSweep(all []*sweepJob, o sweepOpts, extra []string, prog *progress) {
+// runSweep runs the jobs on o.jobs workers, reporting each to prog, and
+// returns the CPU time of the processes that ran them.
+func runSweep(all []*sweepJob, o sweepOpts, extra []string, prog *progress) time.Duration {
 	self, err := os.Executable()
 	if err != nil {
 		self = os.Args[0]
 	}
-	env := os.Environ()
+	l := &launcher{self: self, extra: extra, timeout: o.timeout, env: os.Environ()}
 	work := make(chan *sweepJob)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -163,11 +166,11 @@ func runSweep(all []*sweepJob, o sweepOpts, extra []string, prog *progress) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			w := &worker{self: self, extra: extra, timeout: o.timeout, env: env}
+			w := &worker{launcher: l}
 			defer w.stop(false)
 			for j := range work {
 				if o.isolate {
-					runJob(self, j, extra, o.timeout, env)
+					l.runJob(j)
 				} else {
 					w.do(j)
 				}
@@ -183,6 +186,7 @@ func runSweep(all []*sweepJob, o sweepOpts, extra []string, prog *progress) {
 	close(work)
 	wg.Wait()
 	prog.finish()
+	return time.Duration(l.cpu.Load())
 }
 
 // equivMode names a sweep job that runs the seed's mode-equivalence check.

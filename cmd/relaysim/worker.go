@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,14 +61,27 @@ func cmdSweepWorker(in io.Reader, proto io.Writer) int {
 	return exitOK
 }
 
-// worker is the parent's handle on one worker process; it restarts the
-// process after a crash, a hang or recycleAfter jobs.
-type worker struct {
+// launcher starts a sweep's processes: workers, and a process per job
+// for -isolate and after a crash. It adds up their CPU time.
+type launcher struct {
 	self    string
 	extra   []string
 	timeout time.Duration
 	env     []string
+	cpu     atomic.Int64 // user + system time of every process ended, ns
+}
 
+// ended adds a finished process' CPU time.
+func (l *launcher) ended(ps *os.ProcessState) {
+	if ps != nil {
+		l.cpu.Add(int64(ps.UserTime() + ps.SystemTime()))
+	}
+}
+
+// worker is the parent's handle on one worker process; it restarts the
+// process after a crash, a hang or recycleAfter jobs.
+type worker struct {
+	*launcher
 	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	results chan workerResult
@@ -125,6 +139,7 @@ func (w *worker) stop(kill bool) {
 	for range w.results { // drain until the reader sees EOF
 	}
 	_ = w.cmd.Wait()
+	w.ended(w.cmd.ProcessState)
 	w.cmd = nil
 }
 
@@ -169,24 +184,26 @@ func (w *worker) do(j *sweepJob) {
 // output (a panic, the leftover-goroutine report) is j's alone.
 func (w *worker) crashed(j *sweepJob) {
 	w.stop(true)
-	runJob(w.self, j, w.extra, w.timeout, w.env)
+	w.runJob(j)
 	if j.ok {
 		// The run passes on its own: the worker died of something else.
 		j.fail("the job's worker process died, but the job passed when run alone:\n"+w.stderr.String()+"\n"+j.out, j.hash)
 	}
 }
 
-// runJob runs j in a process of its own, killed after timeout.
-func runJob(self string, j *sweepJob, extra []string, timeout time.Duration, env []string) {
+// runJob runs j in a process of its own, killed after the timeout.
+func (l *launcher) runJob(j *sweepJob) {
+	timeout := l.timeout
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, self, append(j.args(), extra...)...)
-	cmd.Env = env
+	cmd := exec.CommandContext(ctx, l.self, append(j.args(), l.extra...)...)
+	cmd.Env = l.env
 	cmd.Stdout, cmd.Stderr = &out, &out
 	start := time.Now()
 	err := cmd.Run()
 	j.wall = time.Since(start)
+	l.ended(cmd.ProcessState)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		j.fail(fmt.Sprintf("hung: no result within %s (-job-timeout); killed\n%s", timeout, out.String()),
 			fmt.Sprintf("none (timed out after %s)", timeout))

@@ -31,7 +31,7 @@ func TestWorkerCrashFallsBackToAProcessPerJob(t *testing.T) {
 	self := fakeRunner(t,
 		`read job; echo "worker: dying" >&2; exit 2`,
 		`echo "panic: boom in $1 $3"; exit 2`)
-	w := &worker{self: self, timeout: time.Minute, env: os.Environ()}
+	w := &worker{launcher: &launcher{self: self, timeout: time.Minute, env: os.Environ()}}
 	defer w.stop(true)
 	j := &sweepJob{seed: 7, mode: "bulk"}
 	w.do(j)
@@ -50,7 +50,7 @@ func TestWorkerCrashFallsBackToAProcessPerJob(t *testing.T) {
 // goes on.
 func TestWorkerHangIsKilled(t *testing.T) {
 	self := fakeRunner(t, `read job; exec sleep 60`, `exit 3`)
-	w := &worker{self: self, timeout: 300 * time.Millisecond, env: os.Environ()}
+	w := &worker{launcher: &launcher{self: self, timeout: 300 * time.Millisecond, env: os.Environ()}}
 	defer w.stop(true)
 	j := &sweepJob{seed: 9, mode: "single"}
 	start := time.Now()
