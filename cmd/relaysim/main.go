@@ -4,7 +4,8 @@
 //	relaysim run -seed 0x2a -mode bulk [-scheduler random|pct|exhaustive] [-trace FILE] [-nodes N -users U -rooms R -duration D ...]
 //	relaysim replay -seed 0x2a -mode bulk     (same as run; prints the same trace hash)
 //	relaysim equiv -seed 0x2a                 (mode equivalence: the calm variant in every mode)
-//	relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n]
+//	relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n | -shards N] [-junit FILE]
+//	relaysim junit-merge -o all.xml junit-*.xml   (gathers a sharded sweep's JUnit files)
 //	relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]
 //	relaysim mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]
 package main
@@ -38,6 +39,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdEquiv(args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(args[1:], stdout, stderr)
+	case "sweep-worker": // started by sweep (worker.go); not for people
+		proto := os.Stdout
+		os.Stdout = os.Stderr
+		return cmdSweepWorker(os.Stdin, proto)
+	case "junit-merge":
+		return cmdJUnitMerge(args[1:], stdout, stderr)
 	case "report":
 		return cmdReport(args[1:], stdout, stderr)
 	case "mutants":
@@ -59,6 +66,7 @@ commands:
   replay  run one seed again (same flags as run; prints the same trace hash)
   equiv   run one seed's calm variant in every relay mode and compare deliveries
   sweep   run many seeds and list the failing ones
+  junit-merge  gather the JUnit files of a sharded sweep: junit-merge -o all.xml junit-*.xml
   report  the seeds' experiments on the calibrated cost model: axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR]
   mutants run the bug catalog: each mutant must be caught by its property
 

@@ -53,15 +53,6 @@ func TestHelpIsNotAnError(t *testing.T) {
 	assert.Contains(t, out.String(), "sweep")
 }
 
-func TestSweepSeedsShards(t *testing.T) {
-	got, err := sweepSeeds("1-10", "2/3")
-	require.NoError(t, err)
-	assert.Equal(t, []sim.Seed{2, 5, 8}, got)
-	all, err := sweepSeeds("0x10-0x12", "1/1")
-	require.NoError(t, err)
-	assert.Equal(t, []sim.Seed{16, 17, 18}, all)
-}
-
 // buildRunner builds the relaysim binary once per test.
 func buildRunner(t *testing.T) string {
 	t.Helper()
@@ -95,10 +86,40 @@ func TestRunPrintsStableTraceHash(t *testing.T) {
 		assert.NotEqual(t, a, c, "mode %s: seeds 0x2a and 0x2b", mode)
 	}
 	// Two seeds: a run in each mode and the mode-equivalence pair each.
-	last := lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "both", "-j", "2")
+	dir := t.TempDir()
+	last := lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "both", "-j", "2", "-junit", filepath.Join(dir, "w.xml"))
 	assert.Equal(t, "seeds: 6 failed: 0", last)
-	last = lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "bulk", "-equiv=false", "-j", "2")
+	last = lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "bulk", "-equiv=false", "-j", "2", "-isolate", "-junit", filepath.Join(dir, "p.xml"))
 	assert.Equal(t, "seeds: 2 failed: 0", last)
+
+	// A job run by a worker process, after other jobs in that process,
+	// prints what the command run alone prints: the same trace hashes.
+	worker, alone := junitHashes(t, filepath.Join(dir, "w.xml")), junitHashes(t, filepath.Join(dir, "p.xml"))
+	assert.Equal(t, worker["seed=0x2 mode=bulk"], alone["seed=0x2 mode=bulk"])
+	for name, args := range map[string][]string{
+		"seed=0x2 mode=single": {"run", "-seed", "0x2", "-mode", "single"},
+		"seed=0x2 mode=equiv":  {"equiv", "-seed", "0x2"},
+	} {
+		want := lastLine(t, bin, args...)
+		_, want, _ = strings.Cut(want, ": ")
+		assert.Equal(t, want, worker[name], name)
+	}
+}
+
+// junitHashes reads the trace hash of every case of a sweep's JUnit file.
+func junitHashes(t *testing.T, path string) map[string]string {
+	t.Helper()
+	suites, err := readJUnit(path)
+	require.NoError(t, err)
+	out := map[string]string{}
+	for _, s := range suites {
+		for _, c := range s.Cases {
+			require.NotNil(t, c.SystemOut, c.Name)
+			h, _, _ := strings.Cut(strings.TrimPrefix(c.SystemOut.Text, "trace-hash: "), "\n")
+			out[c.Name] = h
+		}
+	}
+	return out
 }
 
 // The banner's replay command is one pasteable line: the flags that were

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/relaysim/relaysim/sim"
 )
@@ -24,59 +21,104 @@ type sweepJob struct {
 	hash string
 	ok   bool
 	out  string
+	wall time.Duration
 }
 
-// cmdSweep runs many seeds, each in its own process (its own bubble), and
-// lists the failing ones with their replay commands. The last line is
-// "seeds: <runs> failed: <k>".
-func cmdSweep(args []string, stdout, stderr io.Writer) int {
+// sweepOpts are a sweep's own flags (the rest are run flags, passed on).
+type sweepOpts struct {
+	jobs    int
+	timeout time.Duration
+	isolate bool
+	junit   string
+	shard   shard
+	from    string // where the shard came from ("" for the whole range)
+}
+
+// sweepSpec is a parsed sweep command line.
+type sweepSpec struct {
+	o     sweepOpts
+	seeds string
+	jobs  []*sweepJob
+	extra []string // the run flags the user set, passed to every job
+}
+
+// parseSweep reads a sweep's flags, and its shard from getenv when no
+// -shard is given (resolveShard).
+func parseSweep(args []string, getenv func(string) string, stderr io.Writer) (*sweepSpec, error) {
 	f := newRunFlags("sweep", stderr)
 	seeds := f.fs.String("seeds", "1-100", "seed range A-B (inclusive; hex or decimal)")
-	jobs := f.fs.Int("j", runtime.NumCPU(), "runs in parallel (processes)")
-	shard := f.fs.String("shard", "1/1", "run only shard i of n (i/n), to split a sweep across machines")
+	var o sweepOpts
+	f.fs.IntVar(&o.jobs, "j", runtime.GOMAXPROCS(0), "runs in parallel (worker processes); default the CPUs this process may use (a container's CPU limit included)")
+	shardFlag := f.fs.String("shard", "", "run only shard i of n (i/n, 1 <= i <= n), to split a sweep across machines; default $"+envShard+", else $"+envJobIndex+" (0-based) of -shards, else 1/1")
+	shards := f.fs.Int("shards", 0, "shard count that goes with $"+envJobIndex+" (a Kubernetes Indexed Job); default $"+envShards)
+	f.fs.StringVar(&o.junit, "junit", "", "write a JUnit XML report to this file: one test case per seed and mode, the failure banner as the failure text")
+	f.fs.DurationVar(&o.timeout, "job-timeout", 10*time.Minute, "wall time after which a run counts as hung and its process is killed")
+	f.fs.BoolVar(&o.isolate, "isolate", false, "run every job in a fresh process of its own (slower; the way sweeps ran before worker processes)")
 	equiv := f.fs.Bool("equiv", true, "also run each seed's calm variant in every mode and compare deliveries (mode equivalence)")
 	f.fs.Lookup("mode").Usage = "relay mode: single, bulk, stream, both (single and bulk) or all"
-	var modes []string
-	err := func() error {
-		if err := f.fs.Parse(args); err != nil {
-			return err
-		}
-		switch f.mode {
-		case "both":
-			modes, f.mode = []string{"single", "bulk"}, "bulk"
-		case "all":
-			modes, f.mode = []string{"single", "bulk", "stream"}, "bulk"
-		default:
-			modes = []string{f.mode}
-		}
-		return f.parse(nil) // validates the rest
-	}()
-	list, err2 := sweepSeeds(*seeds, *shard)
-	if err == nil {
-		err = err2
+	if err := f.fs.Parse(args); err != nil {
+		return nil, err
 	}
-	if err == nil && *jobs < 1 {
-		err = fmt.Errorf("-j must be at least 1, got %d", *jobs)
+	modes := []string{f.mode}
+	switch f.mode {
+	case "both":
+		modes, f.mode = []string{"single", "bulk"}, "bulk"
+	case "all":
+		modes, f.mode = []string{"single", "bulk", "stream"}, "bulk"
 	}
+	if err := f.parse(nil); err != nil { // validates the rest
+		return nil, err
+	}
+	lo, hi, err := seedRange(*seeds)
+	if err != nil {
+		return nil, err
+	}
+	if o.shard, o.from, err = resolveShard(*shardFlag, *shards, getenv); err != nil {
+		return nil, err
+	}
+	switch {
+	case o.jobs < 1:
+		return nil, fmt.Errorf("-j must be at least 1, got %d", o.jobs)
+	case o.timeout <= 0:
+		return nil, fmt.Errorf("-job-timeout must be positive, got %s", o.timeout)
+	}
+	sp := &sweepSpec{o: o, seeds: *seeds, extra: passThrough(f.fs)}
+	for _, s := range shardSeeds(lo, hi, o.shard) {
+		for _, m := range modes {
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m})
+		}
+		if *equiv {
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode})
+		}
+	}
+	return sp, nil
+}
+
+// cmdSweep runs many seeds in worker processes (worker.go) and lists the
+// failing ones with their replay commands. The last line is
+// "seeds: <runs> failed: <k>"; stdout depends only on the arguments.
+// Progress and speed go to stderr.
+func cmdSweep(args []string, stdout, stderr io.Writer) int {
+	sp, err := parseSweep(args, os.Getenv, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "relaysim sweep: %v\n", err)
-		fmt.Fprintln(stderr, "usage: relaysim sweep -seeds 1-200 -mode single|bulk|stream|both|all [-j N] [-shard i/n] [run flags]")
+		fmt.Fprintln(stderr, "usage: relaysim sweep -seeds 1-200 -mode single|bulk|stream|both|all [-j N] [-shard i/n | -shards N] [-junit FILE] [run flags]")
 		return exitUsage
 	}
-	var all []*sweepJob
-	for _, s := range list {
-		for _, m := range modes {
-			all = append(all, &sweepJob{seed: s, mode: m})
-		}
-		if *equiv {
-			all = append(all, &sweepJob{seed: s, mode: equivMode})
+	all, o, extra := sp.jobs, sp.o, sp.extra
+	start := time.Now()
+	cpu := runSweep(all, o, extra, newProgress(stderr, len(all), o.shard))
+	fmt.Fprintln(stderr, speedLine(len(all), time.Since(start), cpu, o))
+	if o.junit != "" {
+		suite := junitSuiteOf(all, extra, sp.seeds, o)
+		if err := writeJUnit(o.junit, junitReport([]junitSuite{suite})); err != nil {
+			fmt.Fprintf(stderr, "relaysim sweep: %v\n", err)
+			return exitFail
 		}
 	}
-	extra := passThrough(f.fs)
-	runSweep(all, *jobs, extra, stderr)
 	failed := 0
 	for _, j := range all {
 		if !j.ok {
@@ -94,31 +136,49 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// runSweep runs the jobs on n worker processes, printing progress.
-func runSweep(all []*sweepJob, n int, extra []string, stderr io.Writer) {
+// coresUsed is how many cores a sweep of -j n can keep busy here.
+func coresUsed(n int) int { return max(1, min(n, runtime.NumCPU())) }
+
+// speedLine is the sweep's throughput: jobs per wall second per core used
+// (the figure), and jobs per CPU second of the processes that ran
+// them, which a machine shared with other work does not skew.
+func speedLine(jobs int, wall, cpu time.Duration, o sweepOpts) string {
+	how := "worker processes"
+	if o.isolate {
+		how = "a process per job (-isolate)"
+	}
+	cores := coresUsed(o.jobs)
+	rate := float64(jobs) / max(wall.Seconds(), 1e-9)
+	return fmt.Sprintf("sweep: %d seeds in %s on %d cores (-j %d, %s): %.2f seeds/s, %.2f seeds/s/core; %s of CPU, %.2f seeds per CPU-second",
+		jobs, wall.Round(10*time.Millisecond), cores, o.jobs, how, rate, rate/float64(cores),
+		cpu.Round(10*time.Millisecond), float64(jobs)/max(cpu.Seconds(), 1e-9))
+}
+
+// runSweep runs the jobs on o.jobs workers, reporting each to prog, and
+// returns the CPU time of the processes that ran them.
+func runSweep(all []*sweepJob, o sweepOpts, extra []string, prog *progress) time.Duration {
 	self, err := os.Executable()
 	if err != nil {
 		self = os.Args[0]
 	}
+	l := &launcher{self: self, extra: extra, timeout: o.timeout, env: os.Environ()}
 	work := make(chan *sweepJob)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	done, failed := 0, 0
-	step := max(1, len(all)/20)
-	for range n {
+	for range o.jobs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			w := &worker{launcher: l}
+			defer w.stop(false)
 			for j := range work {
-				runJob(self, j, extra)
+				if o.isolate {
+					l.runJob(j)
+				} else {
+					w.do(j)
+				}
 				mu.Lock()
-				done++
-				if !j.ok {
-					failed++
-				}
-				if done%step == 0 || done == len(all) {
-					fmt.Fprintf(stderr, "sweep: %d/%d runs, %d failed\n", done, len(all), failed)
-				}
+				prog.done(j.ok)
 				mu.Unlock()
 			}
 		}()
@@ -128,6 +188,8 @@ func runSweep(all []*sweepJob, n int, extra []string, stderr io.Writer) {
 	}
 	close(work)
 	wg.Wait()
+	prog.finish()
+	return time.Duration(l.cpu.Load())
 }
 
 // equivMode names a sweep job that runs the seed's mode-equivalence check.
@@ -149,29 +211,6 @@ func (j *sweepJob) replay(extra []string) string {
 	return strings.Replace(cmd, "relaysim run ", "relaysim replay ", 1) + " -trace trace.txt"
 }
 
-func runJob(self string, j *sweepJob, extra []string) {
-	args := append(j.args(), extra...)
-	var out bytes.Buffer
-	cmd := exec.Command(self, args...)
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	j.out = out.String()
-	j.ok = err == nil
-	sc := bufio.NewScanner(strings.NewReader(j.out))
-	for sc.Scan() {
-		if h, ok := strings.CutPrefix(sc.Text(), "trace-hash: "); ok {
-			j.hash = h
-		}
-		if h, ok := strings.CutPrefix(sc.Text(), "equiv-hashes: "); ok {
-			j.hash = h
-		}
-	}
-	if j.hash == "" {
-		j.ok = false
-		j.hash = "none (the run crashed)"
-	}
-}
-
 func lastViolation(out string) string {
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "violated: ") || strings.HasPrefix(l, "error:  ") || strings.HasPrefix(l, "panic: ") {
@@ -182,43 +221,22 @@ func lastViolation(out string) string {
 }
 
 // sweepSeeds expands "A-B" and keeps the seeds of shard "i/n".
-func sweepSeeds(spec, shard string) ([]sim.Seed, error) {
-	a, b, ok := strings.Cut(spec, "-")
-	if !ok {
-		b = a
-	}
-	lo, err := sim.ParseSeed(a)
+func sweepSeeds(spec, shardSpec string) ([]sim.Seed, error) {
+	lo, hi, err := seedRange(spec)
 	if err != nil {
-		return nil, fmt.Errorf("-seeds %q: %w", spec, err)
+		return nil, err
 	}
-	hi, err := sim.ParseSeed(b)
+	s, err := parseShard(shardSpec)
 	if err != nil {
-		return nil, fmt.Errorf("-seeds %q: %w", spec, err)
+		return nil, fmt.Errorf("-shard %w", err)
 	}
-	if hi < lo || hi-lo > 1_000_000 {
-		return nil, fmt.Errorf("-seeds %q: want A-B with A <= B and at most a million seeds", spec)
-	}
-	is, ns, ok := strings.Cut(shard, "/")
-	i, err1 := strconv.Atoi(is)
-	n, err2 := strconv.Atoi(ns)
-	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
-		return nil, fmt.Errorf("-shard %q: want i/n with 1 <= i <= n", shard)
-	}
-	var out []sim.Seed
-	for s, k := lo, 0; s <= hi; s, k = s+1, k+1 {
-		if k%n == i-1 {
-			out = append(out, s)
-		}
-		if s == hi {
-			break
-		}
-	}
-	return out, nil
+	return shardSeeds(lo, hi, s), nil
 }
 
 // passThrough returns the run flags the user set, for the child runs.
 func passThrough(fs *flag.FlagSet) []string {
-	skip := map[string]bool{"seeds": true, "j": true, "shard": true, "mode": true, "seed": true, "trace": true, "equiv": true}
+	skip := map[string]bool{"seeds": true, "j": true, "shard": true, "shards": true, "mode": true, "seed": true, "trace": true,
+		"equiv": true, "junit": true, "job-timeout": true, "isolate": true}
 	var out []string
 	fs.Visit(func(fl *flag.Flag) {
 		if !skip[fl.Name] {

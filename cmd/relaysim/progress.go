@@ -1,0 +1,71 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// progress reports a sweep's progress on stderr. On a terminal it keeps
+// one line up to date in place (seeds done, failed, seeds/s, ETA); anywhere
+// else (a CI log, a file) it prints a plain line at every 5% with counts
+// only, so logs stay short and the same from run to run.
+type progress struct {
+	w                io.Writer
+	tty              bool
+	total, step      int
+	finished, failed int
+	label            string
+	start            time.Time
+	now              func() time.Time
+}
+
+func newProgress(w io.Writer, total int, s shard) *progress {
+	label := "sweep"
+	if s.N > 1 {
+		label = "sweep " + s.String()
+	}
+	return &progress{w: w, tty: stderrIsTerminal(w), total: total, step: max(1, total/20), label: label, start: time.Now(), now: time.Now}
+}
+
+// stderrIsTerminal reports whether w is a terminal (report.go's
+// isTerminal: a character device), not a pipe, a file or a buffer.
+func stderrIsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isTerminal(f)
+}
+
+// done counts one finished job. The caller serialises calls.
+func (p *progress) done(ok bool) {
+	p.finished++
+	if !ok {
+		p.failed++
+	}
+	switch {
+	case p.tty:
+		fmt.Fprintf(p.w, "\r%s\x1b[K", p.line())
+	case p.finished%p.step == 0 || p.finished == p.total:
+		fmt.Fprintf(p.w, "sweep: %d/%d runs, %d failed\n", p.finished, p.total, p.failed)
+	}
+}
+
+// line is the terminal's progress line.
+func (p *progress) line() string {
+	el := p.now().Sub(p.start)
+	rate := float64(p.finished) / max(el.Seconds(), 1e-9)
+	eta := "?"
+	if p.finished > 0 && p.finished < p.total {
+		eta = time.Duration(float64(p.total-p.finished) / rate * float64(time.Second)).Round(time.Second).String()
+	} else if p.finished == p.total {
+		eta = "0s"
+	}
+	return fmt.Sprintf("%s: %d/%d seeds, %d failed, %.1f seeds/s, ETA %s", p.label, p.finished, p.total, p.failed, rate, eta)
+}
+
+// finish ends the terminal's line.
+func (p *progress) finish() {
+	if p.tty && p.finished > 0 {
+		fmt.Fprintln(p.w)
+	}
+}
