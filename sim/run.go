@@ -100,10 +100,10 @@ func (c Config) Validate() error {
 	switch {
 	case !validMode(c.Mode):
 		return fmt.Errorf("unknown mode %q (want single, bulk or stream)", c.Mode)
-	case len(c.Versions) > c.Nodes:
-		return fmt.Errorf("%d protocol versions for %d nodes", len(c.Versions), c.Nodes)
 	case c.Nodes < 1 || c.Nodes > 64:
 		return fmt.Errorf("nodes must be 1..64, got %d", c.Nodes)
+	case len(c.Versions) > c.Nodes:
+		return fmt.Errorf("%d protocol versions for %d nodes", len(c.Versions), c.Nodes)
 	case c.Users < 1 || c.Users > 100000:
 		return fmt.Errorf("users must be 1..100000, got %d", c.Users)
 	case c.Rooms < 1:
