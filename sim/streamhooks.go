@@ -168,6 +168,13 @@ type serverRelayStream struct {
 
 func (s *serverRelayStream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
+	// Once the stream is cancelled (its sender broke it or went down),
+	// whether the transport still hands over an item it had buffered or
+	// the error races inside gRPC: the cancellation, which is settled by
+	// the time the handler runs again, decides.
+	if ctx := s.Context(); err == nil && ctx.Err() != nil {
+		err = status.FromContextError(ctx.Err()).Err()
+	}
 	h := s.h
 	it, _ := m.(*relaypb.RelayStreamItem)
 	if err != nil || it == nil {
