@@ -51,13 +51,14 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 		return nil, s.broken("partition", "open")
 	}
 	cs, err := streamer(ctx, desc, cc, method, opts...)
+	// Opening waits for the connection to be ready, which wakes the writer
+	// outside the scheduler: park before it goes on.
 	if err != nil {
 		cancel()
-		// A stream that could not be opened failed without waiting for
-		// anything but the connection: park before the caller goes on.
 		c.Sched.GateOwned(h, h.node, KindRPCDone, id+" failed", 0)
 		return nil, err
 	}
+	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" open", 0)
 	s.ClientStream = cs
 	return s, nil
 }
