@@ -260,25 +260,26 @@ type History struct {
 	GoroutineBound func(s Sample) int
 }
 
-// modeRanks orders the relay modes by the protocol version they need.
-var modeRanks = map[string]int{"single": 1, "bulk": 2, "stream": 3}
+// modes are the relay modes in the order of the protocol version each
+// needs (v1 single, v2 bulk, v3 stream).
+var modes = []string{"single", "bulk", "stream"}
 
 // ModeAt is the mode node relayed in at t: the configured mode, capped by
-// the protocol version its incarnation at t runs.
+// the protocol version its incarnation at t runs (the harness recorded it).
 func (h *History) ModeAt(node string, t time.Duration) string {
-	v := 3
+	v := len(modes)
 	for _, x := range h.Versions {
 		if x.Node == node && x.From <= t {
 			v = x.Protocol
 		}
 	}
-	if r := modeRanks[h.Mode]; r > 0 && r < v {
-		v = r
-	}
-	for m, r := range modeRanks {
-		if r == v {
-			return m
+	for i, m := range modes {
+		if m == h.Mode {
+			v = min(v, i+1)
 		}
 	}
-	return h.Mode
+	if v < 1 || v > len(modes) {
+		return h.Mode
+	}
+	return modes[v-1]
 }

@@ -226,16 +226,44 @@ func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end tim
 	return fs
 }
 
-// decide reports whether a fault of probability p hits the op with key, on
-// its k-th occurrence: a function of identity, not of arrival order.
 // netFaults reports whether any per-relay network fault can be drawn.
 func (m FaultMix) netFaults() bool {
 	return m.DropRequest > 0 || m.DropResponse > 0 || m.Duplicate > 0 || m.Delay > 0
 }
 
+// decide reports whether a fault of probability p hits the op with key, on
+// its k-th occurrence: a function of identity, not of arrival order.
 func decide(seed Seed, p float64, key string, k int) bool {
 	if p <= 0 {
 		return false
 	}
 	return seed.Unit(fmt.Sprintf("%s#%d", key, k)) < p
+}
+
+// netDraws are the seed's network-fault draws for one operation (key): the
+// same for a relay call and for a relay stream's write or ack. Occurrences
+// are counted only when the mix can draw a fault at all (as in redisGate).
+type netDraws struct {
+	c   *Cluster
+	key string
+	k   int
+}
+
+func (c *Cluster) netDraws(key string) netDraws {
+	d := netDraws{c: c, key: key}
+	if c.faults.on && c.faults.mix.netFaults() {
+		d.k = c.faults.occurrence("net|" + key)
+	}
+	return d
+}
+
+// hit draws fault kind ("drop-req", "drop-resp", "dup", "delay") of
+// probability p.
+func (d netDraws) hit(kind string, p float64) bool {
+	return d.c.faults.on && decide(d.c.seeds.faults.Derive("net").Derive(kind), p, d.key, d.k)
+}
+
+// delayBy is how long a drawn delay holds the operation: 1 ms to 2 s.
+func (d netDraws) delayBy() time.Duration {
+	return time.Duration(1+d.c.seeds.faults.Derive("net").Derive("delay-by").Unit(d.key)*2000) * time.Millisecond
 }

@@ -277,20 +277,16 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
 	c.Sched.GateSized(h, h.node, KindRPCSend, id+" "+attemptOf(ctx), 0, recipientsOf(req))
-	fs := c.seeds.faults.Derive("net")
-	on := c.faults.on
-	k := 0
-	if on && c.faults.mix.netFaults() { // as in redisGate: count only what a draw can use
-		k = c.faults.occurrence("net|" + key)
-	}
+	nd := c.netDraws(key)
+	mix := c.faults.mix
 	switch {
 	case c.Net.Blocked(h.node, target):
 		return h.lost(ctx, "partition", id, target)
-	case on && decide(fs.Derive("drop-req"), c.faults.mix.DropRequest, key, k):
+	case nd.hit("drop-req", mix.DropRequest):
 		return h.lost(ctx, "drop-request", id, target)
 	}
-	if on && decide(fs.Derive("delay"), c.faults.mix.Delay, key, k) {
-		d := time.Duration(1+fs.Derive("delay-by").Unit(key)*2000) * time.Millisecond
+	if nd.hit("delay", mix.Delay) {
+		d := nd.delayBy()
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault delay %s by %v", id, d)
 		c.opFault("delay", id, false, h.node, target)
@@ -300,7 +296,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	// The response wakes this goroutine outside the scheduler: park before
 	// touching shared state or the trace.
 	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx), 0)
-	if on && err == nil && decide(fs.Derive("dup"), c.faults.mix.Duplicate, key, k) {
+	if err == nil && nd.hit("dup", mix.Duplicate) {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault duplicate %s", id)
 		c.opFault("duplicate", id, false, h.node, target)
@@ -308,7 +304,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
 		c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx)+" dup", 0)
 	}
-	if on && err == nil && (c.Net.Blocked(target, h.node) || decide(fs.Derive("drop-resp"), c.faults.mix.DropResponse, key, k)) {
+	if c.faults.on && err == nil && (c.Net.Blocked(target, h.node) || nd.hit("drop-resp", mix.DropResponse)) {
 		return h.lost(ctx, "drop-response", id, target)
 	}
 	return err

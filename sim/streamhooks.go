@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -80,18 +79,15 @@ func (s *simClientStream) SendMsg(m any) error {
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
 	c.Sched.GateSized(h, h.node, KindRPCSend, s.id+" "+item, 0, len(it.Recipients))
-	fs := c.seeds.faults.Derive("net")
-	key := h.node + "|" + s.id + " " + item
-	k := c.faults.occurrence("net|" + key)
-	on := c.faults.on
+	nd := c.netDraws(h.node + "|" + s.id + " " + item)
 	switch {
 	case c.Net.Blocked(h.node, s.target):
 		return s.broken("partition", item)
-	case on && decide(fs.Derive("drop-req"), c.faults.mix.DropRequest, key, k):
+	case nd.hit("drop-req", c.faults.mix.DropRequest):
 		return s.broken("stream-break", item)
 	}
-	if on && decide(fs.Derive("delay"), c.faults.mix.Delay, key, k) {
-		d := time.Duration(1+fs.Derive("delay-by").Unit(key)*2000) * time.Millisecond
+	if nd.hit("delay", c.faults.mix.Delay) {
+		d := nd.delayBy()
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault delay %s %s by %v", s.id, item, d)
 		c.recordFault(model.Fault{From: c.Now(), To: c.Now() + d, Kind: "delay", Nodes: []string{h.node, s.target}})
@@ -115,10 +111,7 @@ func (s *simClientStream) RecvMsg(m any) error {
 	if err != nil || !c.faults.on {
 		return err
 	}
-	fs := c.seeds.faults.Derive("net")
-	key := h.node + "|" + s.id + " ack"
-	k := c.faults.occurrence("net|" + key)
-	if c.Net.Blocked(s.target, h.node) || decide(fs.Derive("drop-resp"), c.faults.mix.DropResponse, key, k) {
+	if c.Net.Blocked(s.target, h.node) || c.netDraws(h.node+"|"+s.id+" ack").hit("drop-resp", c.faults.mix.DropResponse) {
 		return s.broken("ack-lost", "ack")
 	}
 	c.streamBreaks(s.link, true)
