@@ -2,6 +2,12 @@
 // calibrated cost model (sim.Calibrated): Axis A and B of seed
 // single-vs-bulk-relay-remeasured and Scenarios 1 and 2 of seed
 // parallel-vs-bulk-relay, and renders their reports and charts.
+//
+// The load is the seed's: msgs/s of the room's members are senders, each
+// sending once a second, in step (Actions). The pool grows past core when
+// the busiest node's burst (its senders x the tasks per message) overflows
+// core + queue, as the seed's ThreadPoolTaskExecutor did; nothing per cell
+// is tuned, and the report says of each cell that does not reproduce why.
 package experiments
 
 import (
@@ -116,19 +122,27 @@ type Row struct {
 	Peak int `json:"peak_busy_workers"`
 	// RelayPeak is the largest pool size the relay's own metrics reported
 	// (any node): display only, never checked.
-	RelayPeak   int     `json:"relay_peak_pool"`
-	P50         float64 `json:"p50_ms"`
-	P95         float64 `json:"p95_ms"`
-	Max         float64 `json:"max_ms"`
-	CallerRuns  int64   `json:"caller_runs"` // tasks released at the caller-runs gate
-	CPU         float64 `json:"cpu_util"`    // mean utilisation of the nodes' CPUs over the load
-	Redis       float64 `json:"redis_util"`  // Redis' utilisation over the load
-	SeedTasks   float64 `json:"seed_tasks_per_s"`
-	SeedPool    int     `json:"seed_peak_pool"`
-	SeedP50     float64 `json:"seed_p50_ms"`
-	SeedP95     float64 `json:"seed_p95_ms"`
-	SeedMax     float64 `json:"seed_max_ms"`
-	Violations  int     `json:"violations"`
+	RelayPeak  int     `json:"relay_peak_pool"`
+	P50        float64 `json:"p50_ms"`
+	P95        float64 `json:"p95_ms"`
+	Max        float64 `json:"max_ms"`
+	CallerRuns int64   `json:"caller_runs"`      // tasks released at the caller-runs gate
+	CPU        float64 `json:"cpu_util"`         // mean utilisation of the nodes' CPUs over the load
+	MaxWait    float64 `json:"max_core_wait_ms"` // the longest an op waited for a core (sim.Result.MaxWait)
+	Redis      float64 `json:"redis_util"`       // Redis' utilisation over the load
+	SeedTasks  float64 `json:"seed_tasks_per_s"`
+	SeedPool   int     `json:"seed_peak_pool"`
+	SeedP50    float64 `json:"seed_p50_ms"`
+	SeedP95    float64 `json:"seed_p95_ms"`
+	SeedMax    float64 `json:"seed_max_ms"`
+	Violations int     `json:"violations"`
+	// Failed counts the violations per property ("" when every property
+	// of model.Check held), e.g. "timely-live-delivery=3".
+	Failed string `json:"failed_properties,omitempty"`
+	// Senders counts the senders on each node (Senders): with the
+	// senders in step, the busiest node's burst is its senders times the
+	// tasks per message.
+	Senders     []int   `json:"senders_per_node"`
 	TraceHash   string  `json:"trace_hash"`
 	WallSeconds float64 `json:"-"`
 	// Pool is the most tasks running on one node's workers at once since
@@ -137,12 +151,16 @@ type Row struct {
 	Pool []int `json:"-"`
 }
 
-// Actions builds the workload of a condition: users evenly over the nodes,
-// all in room r1, connected before the load; then Rate sends per second,
-// evenly spaced (k6's constant arrival rate), each from a seeded random
-// member through its own node.
+// Actions builds the workload of a condition as the seed ran it: a room
+// of room members spread evenly over the nodes (member i on node i mod 3),
+// all joined and connected before the load; then rate of them, a seeded
+// random sample, are the senders ("the number of people actually sending
+// messages"), each sending one message a second through its own node for
+// the load. The senders are k6 virtual users started together, so they
+// send in step: every second, rate messages at the same virtual instant
+// (the scheduler orders them). The seed's Axis B raises the senders (10,
+// 30, 50) and so the messages per second.
 func Actions(seed sim.Seed, room int, rate float64, load time.Duration) []sim.Action {
-	r := seed.Derive("experiment").Rand()
 	users := make([]string, room)
 	width := len(fmt.Sprint(room))
 	for i := range users {
@@ -154,17 +172,36 @@ func Actions(seed sim.Seed, room int, rate float64, load time.Duration) []sim.Ac
 		as = append(as, sim.Action{At: tick, User: u, Kind: sim.ActJoin, Room: "r1", Node: i % Nodes})
 		as = append(as, sim.Action{At: 2 * tick, User: u, Kind: sim.ActConnect, Node: i % Nodes})
 	}
-	n := int(rate * load.Seconds())
-	sent := map[string]int{}
-	for k := range n {
-		at := warmUp + time.Duration(float64(k)/rate*float64(time.Second))
-		i := r.IntN(room)
-		u := users[i]
-		sent[u]++
-		as = append(as, sim.Action{At: at, User: u, Kind: sim.ActSend, Room: "r1", Node: i % Nodes, MsgID: fmt.Sprintf("%s-m%d", u, sent[u])})
+	senders := Senders(seed, room, int(rate))
+	for k := range int(load / time.Second) {
+		at := warmUp + time.Duration(k)*time.Second
+		for _, i := range senders {
+			u := users[i]
+			as = append(as, sim.Action{At: at, User: u, Kind: sim.ActSend, Room: "r1", Node: i % Nodes, MsgID: fmt.Sprintf("%s-m%d", u, k+1)})
+		}
 	}
 	sort.SliceStable(as, func(i, j int) bool { return as[i].At < as[j].At })
 	return as
+}
+
+// Senders are the indexes of the members who send, in increasing order: a
+// seeded random sample of n of the room's members (all of them when n >=
+// room).
+func Senders(seed sim.Seed, room, n int) []int {
+	r := seed.Derive("experiment").Derive("senders").Rand()
+	idx := r.Perm(room)
+	idx = idx[:min(n, room)]
+	sort.Ints(idx)
+	return idx
+}
+
+// SendersPerNode counts the senders on each node.
+func SendersPerNode(seed sim.Seed, room, n int) []int {
+	out := make([]int, Nodes)
+	for _, i := range Senders(seed, room, n) {
+		out[i%Nodes]++
+	}
+	return out
 }
 
 // Config is the simulation config of a condition in a mode: the seed's
@@ -233,10 +270,13 @@ func measure(o Options, c Condition, mode system.Mode, as []sim.Action, res *sim
 		SeedTasks: c.Seed.Tasks[mode], SeedPool: c.Seed.Pool[mode], SeedP50: c.Seed.P50[mode],
 		SeedP95: c.Seed.P95[mode], SeedMax: c.Seed.Max[mode],
 		TraceHash: res.TraceHash, Violations: len(res.Violations), WallSeconds: res.Wall.Seconds(),
+		Senders: SendersPerNode(o.Seed, c.Room, int(c.Rate)),
 	}
 	if res.Err != nil || res.BubbleErr != nil {
 		row.Violations++
 	}
+	row.Failed = failedProperties(res)
+	row.MaxWait = float64(res.MaxWait) / float64(time.Millisecond)
 	local := float64(c.Room) / Nodes
 	if mode == system.ModeSingle {
 		row.Formula = c.Rate * float64(c.Room)
@@ -358,4 +398,25 @@ func Axis(o Options, conds []Condition) []Row {
 		}
 	}
 	return rows
+}
+
+// failedProperties names each property that failed in res, with its count,
+// in name order; a run error counts as "run-error".
+func failedProperties(res *sim.Result) string {
+	n := map[string]int{}
+	for _, v := range res.Violations {
+		n[v.Property]++
+	}
+	if res.Err != nil || res.BubbleErr != nil {
+		n["run-error"]++
+	}
+	names := make([]string, 0, len(n))
+	for k := range n {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for i, k := range names {
+		names[i] = fmt.Sprintf("%s=%d", k, n[k])
+	}
+	return strings.Join(names, " ")
 }

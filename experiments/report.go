@@ -54,16 +54,67 @@ func (r Row) PoolOK() bool {
 	return r.Peak <= 40
 }
 
+// TasksPerMessage is the executor tasks one message costs its sending node
+// (DESIGN §2.2): a task per member in single mode; a task per local member
+// plus one per remote node in bulk mode.
+func (r Row) TasksPerMessage() int {
+	if r.Mode == "single" {
+		return r.Room
+	}
+	return r.Room/Nodes + Nodes - 1
+}
+
+// Burst is the tasks the busiest node is handed at once each second: its
+// senders (they send in step) times the tasks per message.
+func (r Row) Burst() int {
+	k := 0
+	for _, n := range r.Senders {
+		k = max(k, n)
+	}
+	return k * r.TasksPerMessage()
+}
+
+// saturation is the pool's core plus queue: a submit that finds that many
+// tasks running and queued grows the pool past core.
+const saturation = 30 + 1000
+
 // why explains a pool cell that does not reproduce, from the run's own
-// figures (utilisation of the nodes' CPUs and of Redis).
+// figures: the busiest node's burst against core + queue, the CPUs'
+// utilisation.
 func (r Row) why() string {
 	if r.PoolOK() {
 		return ""
 	}
-	if r.Peak < 200 && r.PoolWant() != "core (30)" {
-		return fmt.Sprintf("the pool grows past core only when the queue (1000) is full, i.e. when the workers are saturated; here the node CPUs ran at %.0f%% and Redis at %.0f%%, so a task held its worker for well under the ~%.0f ms it would take", 100*r.CPU, 100*r.Redis, 30000/(r.Formula/Nodes))
+	t := r.TasksPerMessage()
+	need := (saturation + t - 1) / t
+	busiest := 0
+	for _, n := range r.Senders {
+		busiest = max(busiest, n)
 	}
-	return fmt.Sprintf("workers saturated: node CPUs at %.0f%%, Redis at %.0f%%", 100*r.CPU, 100*r.Redis)
+	switch {
+	case r.Peak <= 40:
+		return fmt.Sprintf("the pool grows past core only when a submit finds the queue (1000) full. The senders send in step, so each second the busiest node (%d of the %d senders, %v per node) is handed %d x %d = %d tasks at once, fewer than core + queue = %d, and the previous second's burst has drained (node CPUs at %.0f%%): the queue never fills. The seed's pool needs at least %d senders on one node, or tasks the seed's load does not describe (the seed itself names a burst of connections at the start)",
+			busiest, int(r.Rate), r.Senders, busiest, t, r.Burst(), saturation, 100*r.CPU, need)
+	case r.Peak < 200 && r.PoolWant() == "max (200)":
+		return fmt.Sprintf("the pool grew past core but not to max: the busiest node's burst of %d x %d = %d tasks overflows core + queue = %d by %d, and each overflowing submit adds one worker (30 + %d = %d) while the previous second's burst has drained before the next one; max needs a burst of %d, at least %d senders on one node", busiest, t, r.Burst(), saturation, r.Burst()-saturation, r.Burst()-saturation, 30+r.Burst()-saturation, saturation+170, (saturation+170+t-1)/t)
+	}
+	return fmt.Sprintf("the pool grew past core: the busiest node's burst of %d x %d = %d tasks against core + queue = %d, node CPUs at %.0f%%, Redis at %.0f%%", busiest, t, r.Burst(), saturation, 100*r.CPU, 100*r.Redis)
+}
+
+// Verdict is the run's properties: "all hold", or the failed ones.
+func (r Row) Verdict() string {
+	if r.Failed == "" && r.Violations == 0 {
+		return "all hold"
+	}
+	return "**failed: " + r.Failed + "**"
+}
+
+func perNode(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, "/")
 }
 
 func mark(ok bool) string {
@@ -76,7 +127,7 @@ func mark(ok bool) string {
 // Markdown writes the report's tables.
 func (rep Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "Cost model: %s. Load %s + drain %s, virtual time; 3 nodes, pool core 30 / max 200 / queue 1000 / caller-runs.\n\n", rep.Model, rep.Load, rep.Drain)
-	fmt.Fprint(w, "Peak busy workers: the most tasks running on one node's workers at once, counted by the simulation at the executor's gates (not the relay's metrics). It exceeds core only when the pool grew past core.\n\n")
+	fmt.Fprint(w, "Workload: the room's members spread evenly over the nodes; msgs/s of them (a seeded sample) are the senders, each sending once a second, in step (k6 virtual users started together). Peak busy workers: the most tasks running on one node's workers at once, counted by the simulation at the executor's gates (not the relay's metrics). It exceeds core only when the pool grew past core. Burst: the tasks the busiest node is handed at once each second (its senders x tasks per message); the queue can fill only when it reaches core + queue = 1030. Properties: every property of the model checked on the run.\n\n")
 	for _, ax := range []struct {
 		name string
 		rows []Row
@@ -85,12 +136,12 @@ func (rep Report) Markdown(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "### %s\n\n", ax.name)
-		fmt.Fprintln(w, "| condition | mode | msgs | delivered | Tasks/s (ours) | formula | within 3% | Tasks/s (seed) | peak busy workers (ours) | pool (seed) | pool as seed | p50 / p95 / max ms (ours) | p50 / p95 / max ms (seed) | CPU / Redis util |")
-		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+		fmt.Fprintln(w, "| condition | mode | msgs | delivered | Tasks/s (ours) | formula | within 3% | Tasks/s (seed) | senders per node | burst | peak busy workers (ours) | pool (seed) | pool as seed | p50 / p95 / max ms (ours) | p50 / p95 / max ms (seed) | CPU / Redis util | properties |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 		for _, r := range ax.rows {
-			fmt.Fprintf(w, "| %s | %s | %d | %.1f%% | %.0f | %.0f | %s | %s | %d | %d | %s | %.1f / %.1f / %.1f | %.0f / %.0f / %.0f | %.0f%% / %.0f%% |\n",
+			fmt.Fprintf(w, "| %s | %s | %d | %.1f%% | %.0f | %.0f | %s | %s | %s | %d | %d | %d | %s | %.1f / %.1f / %.1f | %.0f / %.0f / %.0f | %.0f%% / %.0f%% | %s |\n",
 				r.Condition, r.Mode, r.Messages, r.Delivered, r.Tasks, r.Formula, mark(r.TasksOK()), thousands(r.SeedTasks),
-				r.Peak, r.SeedPool, mark(r.PoolOK()), r.P50, r.P95, r.Max, r.SeedP50, r.SeedP95, r.SeedMax, 100*r.CPU, 100*r.Redis)
+				perNode(r.Senders), r.Burst(), r.Peak, r.SeedPool, mark(r.PoolOK()), r.P50, r.P95, r.Max, r.SeedP50, r.SeedP95, r.SeedMax, 100*r.CPU, 100*r.Redis, r.Verdict())
 		}
 		fmt.Fprintln(w)
 		var notes []string
@@ -102,7 +153,7 @@ func (rep Report) Markdown(w io.Writer) {
 				notes = append(notes, fmt.Sprintf("- %s, %s: Tasks/s %.0f is not within 3%% of the formula %.0f.", r.Condition, r.Mode, r.Tasks, r.Formula))
 			}
 			if r.Violations > 0 {
-				notes = append(notes, fmt.Sprintf("- %s, %s: %d property violations (trace %s).", r.Condition, r.Mode, r.Violations, r.TraceHash))
+				notes = append(notes, fmt.Sprintf("- %s, %s: %d property violations (%s; trace %s).", r.Condition, r.Mode, r.Violations, r.Failed, r.TraceHash))
 			}
 		}
 		if len(notes) > 0 {

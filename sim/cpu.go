@@ -98,6 +98,9 @@ type Resources struct {
 	Model CPUModel
 	free  map[string][]time.Duration // per resource, when each core is next free
 	busy  map[string]time.Duration   // per resource, work booked so far
+	// maxWait is the longest an op waited for a free core (booked at
+	// now, started later): the contention the run met.
+	maxWait time.Duration
 }
 
 // NewResources returns idle resources for m.
@@ -127,7 +130,9 @@ func (r *Resources) book(s *Scheduler, op *Op, now time.Duration) bool {
 			c = i
 		}
 	}
-	end := max(now, free[c]) + d
+	start := max(now, free[c])
+	r.maxWait = max(r.maxWait, start-now)
+	end := start + d
 	free[c] = end
 	r.busy[res] += d
 	s.lock <- struct{}{}
@@ -145,6 +150,9 @@ func (r *Resources) Busy() []ResourceBusy {
 	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
 	return out
 }
+
+// MaxWait is the longest any op has waited for a core of its resource.
+func (r *Resources) MaxWait() time.Duration { return r.maxWait }
 
 // ResourceBusy is one resource's booked work.
 type ResourceBusy struct {

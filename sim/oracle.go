@@ -272,6 +272,13 @@ func LiveBound(cost CostModel, maxDelay time.Duration) time.Duration {
 	return 2 * (liveHops*hop + liveDelays*maxDelay)
 }
 
+// ContendedLiveBound is what the live bound grows by when ops wait for
+// cores (CPUModel): each of the live path's hops at maxWait, the longest
+// wait for a core any op of the run met, times two as LiveBound.
+func ContendedLiveBound(maxWait time.Duration) time.Duration {
+	return 2 * liveHops * maxWait
+}
+
 const (
 	liveHops   = 16
 	liveDelays = 4

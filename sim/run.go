@@ -154,6 +154,9 @@ type Result struct {
 	Live, FromLog int
 	// Busy is the work booked per resource (CPU model only).
 	Busy []ResourceBusy
+	// MaxWait is the longest any op waited for a core (CPU model only);
+	// the live bound grew by ContendedLiveBound of it.
+	MaxWait time.Duration
 	// BubbleErr is set when the bubble itself failed (a deadlock, or
 	// goroutines left behind).
 	BubbleErr error
@@ -367,6 +370,13 @@ func (res *Result) finish(c *Cluster, id string) {
 		res.Err = fmt.Errorf("write history: %w", err)
 	}
 	res.History = &c.hist
+	if c.Sched.CPU != nil {
+		// Under a contended cost model an op on the live path may also
+		// wait for a core; every hop at the longest wait any op met
+		// (the harness's own booking, not the relay's word).
+		c.hist.LiveBound += ContendedLiveBound(c.Sched.CPU.MaxWait())
+		res.MaxWait = c.Sched.CPU.MaxWait()
+	}
 	res.Violations = model.Check(&c.hist)
 	res.Live, res.FromLog = model.DeliveryCounts(&c.hist)
 	if len(final.LeftoverGoroutines) > 0 && res.Config.OnLeftovers != nil {
