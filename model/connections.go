@@ -12,6 +12,7 @@ type span struct {
 	node     string
 	from, to instant
 	open     bool
+	end      Event // the disconnect that ended it (zero while open)
 }
 
 // streams returns every user's stream spans in history order.
@@ -25,7 +26,7 @@ func streams(events []Event) map[string][]span {
 			ss := out[ev.User]
 			for i := len(ss) - 1; i >= 0; i-- {
 				if ss[i].open && ss[i].node == ev.Node {
-					ss[i].open, ss[i].to = false, ev.inv()
+					ss[i].open, ss[i].to, ss[i].end = false, ev.inv(), ev
 					if ev.Err != "" {
 						ss[i].to = ss[i].from
 					}

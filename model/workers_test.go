@@ -123,3 +123,56 @@ func TestCheckWorkersCrashExcusesMissingTasks(t *testing.T) {
 	h.Faults = []Fault{{From: 5 * time.Second, To: 8 * time.Second, Kind: "crash", Nodes: []string{"n1"}}}
 	assert.Empty(t, CheckWorkers(h))
 }
+
+// A member whose client closed its stream on the sender's node and then
+// connected to another node may still have its old session on the sender
+// (the node has until h.CloseBound to notice the close): the dispatch then
+// finds it local. It is local or on its new node, never unrouted: it may
+// add one task, it never removes its node from the destinations, and once
+// the close bound has passed it is on its new node only.
+func TestCheckWorkersMemberLeftSender(t *testing.T) {
+	const why = "49 local + 2 remote servers, 0 members unsure, 1 members on 1 remote servers maybe still local (they left this node within its close bound)"
+	// u2 (of n1, the sender's node) closes its stream at `left` and is
+	// connected to `to` 100ms later; the send is invoked at 5s.
+	moved := func(mode string, tasks int, left time.Duration, to string, closeErr string) *History {
+		h := seedsRoom(mode, tasks,
+			Event{Kind: KindDisconnect, User: "u2", Node: "n1", Err: closeErr, Time: left, Invoked: left, TraceLine: 990, InvokedLine: 990},
+			Event{Kind: KindConnect, User: "u2", Node: to, OK: true, Time: left + 100*time.Millisecond, TraceLine: 995})
+		h.CloseBound = time.Second
+		return h
+	}
+	const recent, long = 4800 * time.Millisecond, 3 * time.Second
+	tests := []struct {
+		name   string
+		h      *History
+		detail string
+	}{
+		// The case: n2 is a destination anyway; u2's stale session on n1
+		// makes it 49 local + u2 + n2 + n3.
+		{"still local: one task more", moved("bulk", 52, recent, "n2", ""), ""},
+		{"still local, stream mode", moved("stream", 52, recent, "n2", ""), ""},
+		{"gone: with n2's group", moved("bulk", 51, recent, "n2", ""), ""},
+		// What must still fail.
+		{"never two tasks for it", moved("stream", 53, recent, "n2", ""),
+			"stream dispatch started 53 tasks at the executor's gates, expected 51..52 (" + why + ")"},
+		{"a new destination is never skipped", moved("bulk", 51, recent, "n4", ""),
+			"bulk dispatch started 51 tasks at the executor's gates, expected 52 (49 local + 2 remote servers, 0 members unsure, 1 members on 1 remote servers maybe still local (they left this node within its close bound))"},
+		{"left before the close bound", moved("bulk", 52, long, "n2", ""),
+			"bulk dispatch started 52 tasks at the executor's gates, expected 51 (49 local + 2 remote servers, 0 members unsure)"},
+		{"the server ended its stream", moved("stream", 52, recent, "n2", "Unavailable"),
+			"stream dispatch started 52 tasks at the executor's gates, expected 51 (49 local + 2 remote servers, 0 members unsure)"},
+		{"a single-mode member is one task wherever it is", moved("single", 151, recent, "n2", ""),
+			"single dispatch started 151 tasks at the executor's gates, expected 150 (150 members, 0 more possible)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := CheckWorkers(tt.h)
+			if tt.detail == "" {
+				assert.Empty(t, got)
+				return
+			}
+			require.Len(t, got, 1)
+			assert.Equal(t, tt.detail, got[0].Detail)
+		})
+	}
+}

@@ -51,7 +51,7 @@ func TestDeterminismSameSeedSameTrace(t *testing.T) {
 	if testing.Short() {
 		seeds = 4
 	}
-	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk} {
+	for _, mode := range []system.Mode{system.ModeSingle, system.ModeBulk, system.ModeStream} {
 		t.Run(string(mode), func(t *testing.T) {
 			hashes := map[string]Seed{}
 			outcomes := map[string]bool{}

@@ -2,10 +2,13 @@ package sim
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/relaysim/relaysim/system"
 )
 
 func TestParseUpgradeAndVersions(t *testing.T) {
@@ -42,4 +45,57 @@ func TestUpgradePlanRestartsEveryNodeOnceInTurn(t *testing.T) {
 		[]time.Duration{plan[0].At, plan[1].At, plan[2].At, plan[3].At})
 	assert.Equal(t, []int{1, 1, 1}, Config{Nodes: 3, Upgrade: u}.startVersions())
 	assert.Nil(t, (*Upgrade)(nil).plan(nil, 3, time.Second))
+}
+
+// TestUpgradeCrashAndRestartWhileStopping: a crash and a restart that
+// arrive while an upgrade is stopping a node find it down and starting, so
+// they do nothing: the upgrade's stop finishes and the upgrade starts the
+// one new incarnation, with the new version. (Were the stopping node still
+// up, the crash would cut it under the upgrade's stop and the restart
+// would start a second incarnation beside the one the upgrade starts.)
+// n1 is paused so that its stop waits at a gate while they arrive.
+func TestUpgradeCrashAndRestartWhileStopping(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := NewCluster(ClusterConfig{
+			Seed: 7, Mode: system.ModeStream, Nodes: 3, Cost: DefaultCost(),
+			Strategy: &Random{C: Seed(7).Rand()}, Trace: NewTrace(true, 50),
+			Versions: []int{system.ProtocolV2, system.ProtocolV2, system.ProtocolV2},
+		})
+		require.NoError(t, err)
+		defer c.Close()
+		setUp(c)
+		sn := c.nodes[0]
+		epoch := sn.epoch
+		require.Equal(t, 1, sn.incarnation)
+
+		c.Sched.Pause("n1", c.Now()+time.Second)
+		upgraded := make(chan struct{})
+		var upErr error
+		go func() {
+			defer close(upgraded)
+			upErr = c.Upgrade(0, system.ProtocolV3)
+		}()
+		c.Sched.RunFor(100 * time.Millisecond)
+		require.True(t, sn.stopping, "the upgrade is stopping n1 (parked at a paused gate)")
+
+		require.NoError(t, c.drive(func() error { c.Crash(0); return c.Restart(0) }))
+		assert.Equal(t, 1, sn.incarnation, "the restart started an incarnation while the upgrade was stopping n1")
+		assert.Zero(t, c.Stats.Crashes, "the crash cut the node the upgrade was stopping")
+
+		require.True(t, c.Sched.Await(upgraded, time.Minute), "the upgrade never finished")
+		require.NoError(t, upErr)
+		assert.True(t, sn.up)
+		assert.Equal(t, 2, sn.incarnation, "one new incarnation")
+		assert.Equal(t, system.ProtocolV3, sn.n.Protocol())
+		assert.Greater(t, sn.epoch, epoch)
+		assert.Len(t, traceLines(c, " n1 node.up "), 2, "n1 came up at the start and after the upgrade only")
+		assert.Empty(t, traceLines(c, " n1 node.crash "))
+		var versions []int
+		for _, v := range c.History().Versions {
+			if v.Node == "n1" {
+				versions = append(versions, v.Protocol)
+			}
+		}
+		assert.Equal(t, []int{system.ProtocolV2, system.ProtocolV3}, versions)
+	})
 }
