@@ -55,7 +55,7 @@ func Plot(rep Report, dir string) ([]string, error) {
 			}
 			panels = append(panels, p)
 		}
-		if err := save("pool-"+ax.name, panels, vg.Length(len(panels))*10*vg.Centimeter, 8*vg.Centimeter); err != nil {
+		if err := save("pool-"+ax.name, panels, vg.Length(len(panels))*10*vg.Centimeter, 9*vg.Centimeter); err != nil {
 			return files, err
 		}
 		tp, err := barChart("Tasks/s, "+ax.name+" (ours vs seed)", "tasks/s", ax.rows, func(r Row) (float64, float64) { return r.Tasks, r.SeedTasks })
@@ -92,7 +92,7 @@ func poolPanel(rows []Row) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = rows[0].Condition
 	p.X.Label.Text = "virtual time since load start (s)"
-	p.Y.Label.Text = "busy workers (largest node, peak per second)"
+	p.Y.Label.Text = "busy workers, largest node"
 	p.Y.Min, p.Y.Max = 0, 210
 	for _, r := range rows {
 		pts := make(plotter.XYs, len(r.Pool))
