@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -101,4 +102,20 @@ func TestProgress(t *testing.T) {
 	}
 	p.finish()
 	assert.Equal(t, "sweep: 1/3 runs, 0 failed\nsweep: 2/3 runs, 0 failed\nsweep: 3/3 runs, 0 failed\n", b.String())
+}
+
+// A sweep's processes get the sweep's GOGC unless the caller chose one.
+func TestJobEnv(t *testing.T) {
+	base := []string{"HOME=/h", "PATH=/bin"}
+	got := jobEnv(base)
+	if want := []string{"HOME=/h", "PATH=/bin", "GOGC=" + jobGOGC}; !slices.Equal(got, want) {
+		t.Fatalf("jobEnv(%q) = %q, want %q", base, got, want)
+	}
+	if len(base) != 2 {
+		t.Fatalf("jobEnv changed its argument: %q", base)
+	}
+	mine := []string{"GOGC=50", "PATH=/bin"}
+	if got := jobEnv(mine); !slices.Equal(got, mine) {
+		t.Fatalf("jobEnv(%q) = %q: the caller's GOGC must stay", mine, got)
+	}
 }
