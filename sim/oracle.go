@@ -6,7 +6,9 @@ import (
 	"regexp"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -144,45 +146,88 @@ type goroutineCounts struct {
 
 const workerFrame = "system.(*Executor).work"
 
+// profileBufs holds the buffers the goroutine profile is written into: one
+// profile of a run is some 40 KB of text, taken at every sample, and growing
+// a new buffer for each was a tenth of a run's allocation.
+var profileBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
 func countRun(id string) goroutineCounts {
-	var buf bytes.Buffer
+	buf := profileBufs.Get().(*bytes.Buffer)
+	defer profileBufs.Put(buf)
+	buf.Reset()
+	if err := pprof.Lookup("goroutine").WriteTo(buf, 1); err != nil {
+		return goroutineCounts{node: map[string]int{}, workers: map[string]int{}}
+	}
+	return parseGoroutines(buf.Bytes(), id)
+}
+
+// parseGoroutines counts, in a goroutine profile written with debug=1, the
+// goroutines of run id: each record ("N @ pc...", its "# labels: {...}" line
+// and its frames, records separated by a blank line) that carries the run's
+// label adds its N to the total, to its node label's count and, when one of
+// its frames is the executor's worker loop, to the node's workers. It reads
+// the profile in place: no copy of the text, no slice of its records.
+func parseGoroutines(text []byte, id string) goroutineCounts {
 	out := goroutineCounts{node: map[string]int{}, workers: map[string]int{}}
-	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
-		return out
+	want := []byte(`"relaysim":"` + id + `"`)
+	if bytes.HasPrefix(text, []byte("goroutine profile:")) {
+		if i := bytes.IndexByte(text, '\n'); i >= 0 {
+			text = text[i+1:] // the header line, not a record
+		}
 	}
-	want := fmt.Sprintf(`"relaysim":"%s"`, id)
-	text := buf.String()
-	if _, rest, ok := strings.Cut(text, "\n"); ok && strings.HasPrefix(text, "goroutine profile:") {
-		text = rest
-	}
-	for _, rec := range strings.Split(text, "\n\n") {
-		if !strings.Contains(rec, want) {
+	sep := []byte("\n\n")
+	for len(text) > 0 {
+		rec := text
+		if i := bytes.Index(text, sep); i >= 0 {
+			rec, text = text[:i], text[i+len(sep):]
+		} else {
+			text = nil
+		}
+		if !bytes.Contains(rec, want) {
 			continue
 		}
-		var n int
-		fmt.Sscan(rec, &n)
+		n := leadingCount(rec)
 		out.total += n
 		tag := labelValue(rec, "node")
-		if tag == "" {
+		if len(tag) == 0 {
 			continue
 		}
-		out.node[tag] += n
-		if strings.Contains(rec, workerFrame) {
-			out.workers[tag] += n
+		out.node[string(tag)] += n
+		if bytes.Contains(rec, []byte(workerFrame)) {
+			out.workers[string(tag)] += n
 		}
 	}
 	return out
 }
 
+// leadingCount reads a record's goroutine count, the decimal number its
+// first line starts with (after any blanks), as fmt.Sscan did here before;
+// 0 if there is none or it does not fit an int.
+func leadingCount(rec []byte) int {
+	rec = bytes.TrimLeft(rec, " \t\r\n")
+	end := 0
+	for end < len(rec) && rec[end] >= '0' && rec[end] <= '9' {
+		end++
+	}
+	n, err := strconv.Atoi(string(rec[:end]))
+	if err != nil {
+		return 0
+	}
+	return n
+}
+
 // labelValue extracts a pprof label's value from a profile record's
 // "# labels: {...}" line.
-func labelValue(rec, key string) string {
-	_, after, ok := strings.Cut(rec, `"`+key+`":"`)
-	if !ok {
-		return ""
+func labelValue(rec []byte, key string) []byte {
+	i := bytes.Index(rec, []byte(`"`+key+`":"`))
+	if i < 0 {
+		return nil
 	}
-	v, _, _ := strings.Cut(after, `"`)
-	return v
+	after := rec[i+len(key)+4:]
+	if j := bytes.IndexByte(after, '"'); j >= 0 {
+		return after[:j]
+	}
+	return after
 }
 
 // readLogs reads the logs of rooms straight from miniredis after the run.

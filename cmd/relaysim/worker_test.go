@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,4 +103,24 @@ func TestProgress(t *testing.T) {
 	}
 	p.finish()
 	assert.Equal(t, "sweep: 1/3 runs, 0 failed\nsweep: 2/3 runs, 0 failed\nsweep: 3/3 runs, 0 failed\n", b.String())
+}
+
+// A sweep's processes get the sweep's GOGC, and a share of the CPUs, unless
+// the caller chose them.
+func TestJobEnv(t *testing.T) {
+	base := []string{"HOME=/h", "PATH=/bin"}
+	for _, c := range []struct{ jobs, procs, want int }{{2, 2, 1}, {1, 2, 2}, {4, 2, 1}, {2, 8, 4}, {3, 8, 2}, {0, 2, 2}} {
+		got := jobEnv(base, c.jobs, c.procs)
+		want := []string{"HOME=/h", "PATH=/bin", "GOGC=" + strconv.Itoa(jobGOGC), "GOMAXPROCS=" + strconv.Itoa(c.want)}
+		if !slices.Equal(got, want) {
+			t.Fatalf("jobEnv(%q, %d, %d) = %q, want %q", base, c.jobs, c.procs, got, want)
+		}
+	}
+	if len(base) != 2 {
+		t.Fatalf("jobEnv changed its argument: %q", base)
+	}
+	mine := []string{"GOGC=50", "PATH=/bin", "GOMAXPROCS=3"}
+	if got := jobEnv(mine, 2, 2); !slices.Equal(got, mine) {
+		t.Fatalf("jobEnv(%q) = %q: the caller's GOGC and GOMAXPROCS must stay", mine, got)
+	}
 }
