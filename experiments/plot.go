@@ -107,8 +107,9 @@ func poolPanel(rows []Row) (*plot.Plot, error) {
 			return nil, err
 		}
 		l.Color = colBulk
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)} // single shows through where both are at core
 		if r.Mode == "single" {
-			l.Color = colSingle
+			l.Color, l.Dashes = colSingle, nil
 		}
 		l.Width = vg.Points(1.5)
 		p.Add(l)
