@@ -150,7 +150,7 @@ func barChart(title, unit string, rows []Row, val func(Row) (ours, seed float64)
 		p.Add(b)
 		p.Legend.Add(o.name, b)
 	}
-	p.Legend.Top = true
+	p.Legend.Top, p.Legend.Left = true, true // the first condition has the shortest bars
 	p.NominalX(names...)
 	return p, nil
 }
