@@ -67,3 +67,23 @@ func TestRowBurst(t *testing.T) {
 	bulk.Failed, bulk.Violations = "timely-live-delivery=2", 2
 	require.Contains(t, bulk.Verdict(), "timely-live-delivery=2")
 }
+
+// The chance that the pool grows, over the samples of senders, checked
+// against exact figures computed independently (hypergeometric sums).
+func TestGrowthChance(t *testing.T) {
+	for _, c := range []struct {
+		mode       string
+		room, rate int
+		want       float64
+	}{
+		{"single", 150, 10, 0.048915},   // 7 of 10 senders on one node
+		{"single", 90, 30, 0.672559},    // 12 of 30
+		{"single", 150, 30, 1},          // 7 of 30: always
+		{"bulk", 150, 50, 0.439831},     // 20 of 50 (20 x 52 = 1040)
+		{"bulk", 150, 30, 0.0000896580}, // 20 of 30
+		{"single", 30, 30, 0},           // 30 tasks a message: never
+	} {
+		r := Row{Mode: c.mode, Room: c.room, Rate: float64(c.rate)}
+		require.InDelta(t, c.want, r.GrowthChance(), 1e-6, "%s room %d at %d", c.mode, c.room, c.rate)
+	}
+}

@@ -74,6 +74,50 @@ func (r Row) Burst() int {
 	return k * r.TasksPerMessage()
 }
 
+// GrowthChance is the chance, over the seeded samples of senders, that
+// the pool grows past core: that the busiest node is handed more than core
+// + queue tasks at once, i.e. that some node holds at least
+// floor(1030/T)+1 of the senders, T the tasks per message. The members are
+// spread evenly (room/3 per node) and the senders drawn uniformly without
+// replacement, as Senders draws them; exact (hypergeometric).
+func (r Row) GrowthChance() float64 {
+	t := r.TasksPerMessage()
+	if t <= 0 {
+		return math.NaN()
+	}
+	return r.chanceOfSenders(saturation/t + 1)
+}
+
+// chanceOfSenders is the chance, over the samples of senders, that some
+// node holds at least need of them.
+func (r Row) chanceOfSenders(need int) float64 {
+	room, n := r.Room, int(r.Rate)
+	if room%Nodes != 0 || n > room {
+		return math.NaN()
+	}
+	per := room / Nodes
+	lc := func(a, b int) float64 { // log C(a, b)
+		if b < 0 || b > a {
+			return math.Inf(-1)
+		}
+		x, _ := math.Lgamma(float64(a + 1))
+		y, _ := math.Lgamma(float64(b + 1))
+		z, _ := math.Lgamma(float64(a - b + 1))
+		return x - y - z
+	}
+	total := lc(room, n)
+	p := 0.0
+	for a := 0; a <= n; a++ {
+		for b := 0; a+b <= n; b++ {
+			c := n - a - b
+			if max(a, b, c) >= need {
+				p += math.Exp(lc(per, a) + lc(per, b) + lc(per, c) - total)
+			}
+		}
+	}
+	return min(p, 1)
+}
+
 // saturation is the pool's core plus queue: a submit that finds that many
 // tasks running and queued grows the pool past core.
 const saturation = 30 + 1000
@@ -86,17 +130,17 @@ func (r Row) why() string {
 		return ""
 	}
 	t := r.TasksPerMessage()
-	need := (saturation + t - 1) / t
+	need := saturation/t + 1
 	busiest := 0
 	for _, n := range r.Senders {
 		busiest = max(busiest, n)
 	}
 	switch {
 	case r.Peak <= 40:
-		return fmt.Sprintf("the pool grows past core only when a submit finds the queue (1000) full. The senders send in step, so each second the busiest node (%d of the %d senders, %v per node) is handed %d x %d = %d tasks at once, fewer than core + queue = %d, and the previous second's burst has drained (node CPUs at %.0f%%): the queue never fills. The seed's pool needs at least %d senders on one node, or tasks the seed's load does not describe (the seed itself names a burst of connections at the start)",
-			busiest, int(r.Rate), r.Senders, busiest, t, r.Burst(), saturation, 100*r.CPU, need)
+		return fmt.Sprintf("the pool grows past core only when a submit finds the queue (1000) full. The senders send in step, so each second the busiest node (%d of the %d senders, %v per node) is handed %d x %d = %d tasks at once, fewer than core + queue = %d, and the previous second's burst has drained (node CPUs at %.0f%%): the queue never fills. The seed's pool needs at least %d senders on one node (%s of the samples of senders), or tasks the seed's load does not describe (the seed itself names a burst of connections at the start)",
+			busiest, int(r.Rate), r.Senders, busiest, t, r.Burst(), saturation, 100*r.CPU, need, pct(r.GrowthChance()))
 	case r.Peak < 200 && r.PoolWant() == "max (200)":
-		return fmt.Sprintf("the pool grew past core but not to max: the busiest node's burst of %d x %d = %d tasks overflows core + queue = %d by %d, and each overflowing submit adds one worker (30 + %d = %d) while the previous second's burst has drained before the next one; max needs a burst of %d, at least %d senders on one node", busiest, t, r.Burst(), saturation, r.Burst()-saturation, r.Burst()-saturation, 30+r.Burst()-saturation, saturation+170, (saturation+170+t-1)/t)
+		return fmt.Sprintf("the pool grew past core but not to max: the busiest node's burst of %d x %d = %d tasks overflows core + queue = %d by %d, and each overflowing submit adds one worker (30 + %d = %d) while the previous second's burst has drained before the next one; max needs a burst of %d, at least %d senders on one node (%s of the samples of senders)", busiest, t, r.Burst(), saturation, r.Burst()-saturation, r.Burst()-saturation, 30+r.Burst()-saturation, saturation+170, (saturation+170+t-1)/t, pct(r.chanceOfSenders((saturation+170+t-1)/t)))
 	}
 	return fmt.Sprintf("the pool grew past core: the busiest node's burst of %d x %d = %d tasks against core + queue = %d, node CPUs at %.0f%%, Redis at %.0f%%", busiest, t, r.Burst(), saturation, 100*r.CPU, 100*r.Redis)
 }
@@ -107,6 +151,20 @@ func (r Row) Verdict() string {
 		return "all hold"
 	}
 	return "**failed: " + r.Failed + "**"
+}
+
+func pct(p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return "-"
+	case p == 0:
+		return "0%"
+	case p < 0.001:
+		return "<0.1%"
+	case p > 0.999 && p < 1:
+		return ">99.9%"
+	}
+	return fmt.Sprintf("%.1f%%", 100*p)
 }
 
 func perNode(xs []int) string {
@@ -127,7 +185,7 @@ func mark(ok bool) string {
 // Markdown writes the report's tables.
 func (rep Report) Markdown(w io.Writer) {
 	fmt.Fprintf(w, "Cost model: %s. Load %s + drain %s, virtual time; 3 nodes, pool core 30 / max 200 / queue 1000 / caller-runs.\n\n", rep.Model, rep.Load, rep.Drain)
-	fmt.Fprint(w, "Workload: the room's members spread evenly over the nodes; msgs/s of them (a seeded sample) are the senders, each sending once a second, in step (k6 virtual users started together). Peak busy workers: the most tasks running on one node's workers at once, counted by the simulation at the executor's gates (not the relay's metrics). It exceeds core only when the pool grew past core. Burst: the tasks the busiest node is handed at once each second (its senders x tasks per message); the queue can fill only when it reaches core + queue = 1030. Properties: every property of the model checked on the run.\n\n")
+	fmt.Fprint(w, "Workload: the room's members spread evenly over the nodes; msgs/s of them (a seeded sample) are the senders, each sending once a second, in step (k6 virtual users started together). Peak busy workers: the most tasks running on one node's workers at once, counted by the simulation at the executor's gates (not the relay's metrics). It exceeds core only when the pool grew past core. Burst: the tasks the busiest node is handed at once each second (its senders x tasks per message); the queue can fill only when it passes core + queue = 1030. Grows, over sender samples: the chance that some node's burst passes 1030, over every sample of the senders (exact; the run uses one sample, from its seed). Properties: every property of the model checked on the run.\n\n")
 	for _, ax := range []struct {
 		name string
 		rows []Row
@@ -136,18 +194,25 @@ func (rep Report) Markdown(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "### %s\n\n", ax.name)
-		fmt.Fprintln(w, "| condition | mode | msgs | delivered | Tasks/s (ours) | formula | within 3% | Tasks/s (seed) | senders per node | burst | peak busy workers (ours) | pool (seed) | pool as seed | p50 / p95 / max ms (ours) | p50 / p95 / max ms (seed) | CPU / Redis util | properties |")
-		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+		fmt.Fprintln(w, "| condition | mode | msgs | delivered | Tasks/s (ours) | formula | within 3% | Tasks/s (seed) | senders per node | burst | grows, over sender samples | peak busy workers (ours) | pool (seed) | pool as seed | p50 / p95 / max ms (ours) | p50 / p95 / max ms (seed) | CPU / Redis util | properties |")
+		fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 		for _, r := range ax.rows {
-			fmt.Fprintf(w, "| %s | %s | %d | %.1f%% | %.0f | %.0f | %s | %s | %s | %d | %d | %d | %s | %.1f / %.1f / %.1f | %.0f / %.0f / %.0f | %.0f%% / %.0f%% | %s |\n",
+			fmt.Fprintf(w, "| %s | %s | %d | %.1f%% | %.0f | %.0f | %s | %s | %s | %d | %s | %d | %d | %s | %.1f / %.1f / %.1f | %.0f / %.0f / %.0f | %.0f%% / %.0f%% | %s |\n",
 				r.Condition, r.Mode, r.Messages, r.Delivered, r.Tasks, r.Formula, mark(r.TasksOK()), thousands(r.SeedTasks),
-				perNode(r.Senders), r.Burst(), r.Peak, r.SeedPool, mark(r.PoolOK()), r.P50, r.P95, r.Max, r.SeedP50, r.SeedP95, r.SeedMax, 100*r.CPU, 100*r.Redis, r.Verdict())
+				perNode(r.Senders), r.Burst(), pct(r.GrowthChance()), r.Peak, r.SeedPool, mark(r.PoolOK()), r.P50, r.P95, r.Max, r.SeedP50, r.SeedP95, r.SeedMax, 100*r.CPU, 100*r.Redis, r.Verdict())
 		}
 		fmt.Fprintln(w)
 		var notes []string
 		for _, r := range ax.rows {
 			if !r.PoolOK() {
 				notes = append(notes, fmt.Sprintf("- %s, %s: peak busy workers %d where the seed saw %s — not reproduced: %s.", r.Condition, r.Mode, r.Peak, r.PoolWant(), r.why()))
+			}
+			if g := r.GrowthChance(); r.PoolOK() && g > 0.01 && g < 0.99 {
+				grows := "grows past core"
+				if r.Peak <= 40 {
+					grows = "would grow past core"
+				}
+				notes = append(notes, fmt.Sprintf("- %s, %s: reproduced with this sample of senders (%s per node); over every sample the pool %s in %s of them (some node holding at least %d senders).", r.Condition, r.Mode, perNode(r.Senders), grows, pct(g), saturation/r.TasksPerMessage()+1))
 			}
 			if !r.TasksOK() {
 				notes = append(notes, fmt.Sprintf("- %s, %s: Tasks/s %.0f is not within 3%% of the formula %.0f.", r.Condition, r.Mode, r.Tasks, r.Formula))
