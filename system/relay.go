@@ -199,7 +199,7 @@ func (n *Node) relayOnce(ctx context.Context, server string, recipients []string
 	}
 	mode = ModeFor(mode, n.cfg.Protocol, p.speaks())
 	if mode == ModeStream {
-		return mode, 0, p.linkFor(m.Room).enqueue(m, recipients)
+		return mode, 0, p.linkFor(m.Room).enqueue(ctx, m, recipients)
 	}
 	cc := p.conn(m.Room, m.Seq, recipients[0])
 	if cc == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,8 +96,19 @@ func (p *peer) linkFor(room string) *link {
 	return p.links[int(h.Sum32()%uint32(len(p.links)))]
 }
 
-// enqueue queues a relay on the link and wakes its writer. It never blocks.
-func (l *link) enqueue(m *relaypb.RelayedMessage, recipients []string) error {
+// deferredWakes, in a context, collects the links enqueue queued on
+// instead of waking their writers: a goroutine that queues several items
+// in a row without waiting in between (handover) wakes each writer once,
+// after the last. Woken at the first, a writer would run beside the
+// queuing and take a wake-up or not depending on which goroutine ran
+// first: a spurious write step in some runs only.
+type deferredWakes struct{ links []*link }
+
+type deferredWakesKey struct{}
+
+// enqueue queues a relay on the link and wakes its writer (or, under
+// deferredWakes in ctx, leaves that to the caller). It never blocks.
+func (l *link) enqueue(ctx context.Context, m *relaypb.RelayedMessage, recipients []string) error {
 	l.mu.Lock()
 	switch {
 	case l.closed:
@@ -107,6 +119,21 @@ func (l *link) enqueue(m *relaypb.RelayedMessage, recipients []string) error {
 		return status.Errorf(codes.ResourceExhausted, "relay %s#%d to %s: link %s has %d items queued", m.Room, m.Seq, l.p.server, l.name, l.n.cfg.StreamQueue)
 	}
 	l.queue = append(l.queue, &relaypb.RelayStreamItem{Message: m, Recipients: recipients, TargetEpoch: l.p.epoch, Link: l.name})
+	if d, ok := ctx.Value(deferredWakesKey{}).(*deferredWakes); ok {
+		l.mu.Unlock()
+		if !slices.Contains(d.links, l) {
+			d.links = append(d.links, l)
+		}
+		return nil
+	}
+	l.mu.Unlock()
+	l.wakeWriter()
+	return nil
+}
+
+// wakeWriter starts the link's writer if it is not running, and wakes it.
+func (l *link) wakeWriter() {
+	l.mu.Lock()
 	start := !l.running
 	l.running = true
 	l.mu.Unlock()
@@ -121,7 +148,6 @@ func (l *link) enqueue(m *relaypb.RelayedMessage, recipients []string) error {
 	case l.wake <- struct{}{}:
 	default:
 	}
-	return nil
 }
 
 // close ends the link; its writer exits (cancelling any stream) and what
@@ -352,9 +378,13 @@ func (l *link) handover() {
 		return
 	}
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "handover", Items: len(items)})
+	wakes := &deferredWakes{}
 	for _, it := range items {
 		ctx := WithLabel(n.ctx, fmt.Sprintf("handover %s#%d ->%s from %s", it.Message.Room, it.Message.Seq, l.p.server, l.name))
-		n.relay(ctx, l.p.server, it.Recipients, it.Message, ModeStream)
+		n.relay(context.WithValue(ctx, deferredWakesKey{}, wakes), l.p.server, it.Recipients, it.Message, ModeStream)
+	}
+	for _, to := range wakes.links {
+		to.wakeWriter()
 	}
 }
 
