@@ -156,7 +156,8 @@ type Row struct {
 // all joined and connected before the load; then rate of them, a seeded
 // random sample, are the senders ("the number of people actually sending
 // messages"), each sending one message a second through its own node for
-// the load. The senders are k6 virtual users started together, so they
+// the load. The senders are taken to be k6 virtual users started
+// together (the seed's connections "were created at once"), so they
 // send in step: every second, rate messages at the same virtual instant
 // (the scheduler orders them). The seed's Axis B raises the senders (10,
 // 30, 50) and so the messages per second.
