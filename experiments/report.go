@@ -115,7 +115,10 @@ func (r Row) chanceOfSenders(need int) float64 {
 			}
 		}
 	}
-	return min(p, 1)
+	if p > 1-1e-9 { // certain (e.g. by pigeonhole), up to rounding
+		return 1
+	}
+	return p
 }
 
 // saturation is the pool's core plus queue: a submit that finds that many
