@@ -66,12 +66,15 @@ func (r Row) TasksPerMessage() int {
 
 // Burst is the tasks the busiest node is handed at once each second: its
 // senders (they send in step) times the tasks per message.
-func (r Row) Burst() int {
+func (r Row) Burst() int { return r.busiest() * r.TasksPerMessage() }
+
+// busiest is the most senders on one node.
+func (r Row) busiest() int {
 	k := 0
 	for _, n := range r.Senders {
 		k = max(k, n)
 	}
-	return k * r.TasksPerMessage()
+	return k
 }
 
 // GrowthChance is the chance, over the seeded samples of senders, that
@@ -134,16 +137,14 @@ func (r Row) why() string {
 	}
 	t := r.TasksPerMessage()
 	need := saturation/t + 1
-	busiest := 0
-	for _, n := range r.Senders {
-		busiest = max(busiest, n)
-	}
+	busiest := r.busiest()
+	toMax := (saturation + 170 + t - 1) / t // senders on one node for a burst that grows the pool to 200
 	switch {
 	case r.Peak <= 40:
 		return fmt.Sprintf("the pool grows past core only when a submit finds the queue (1000) full. The senders send in step, so each second the busiest node (%d of the %d senders, %v per node) is handed %d x %d = %d tasks at once, fewer than core + queue = %d, and the previous second's burst has drained (node CPUs at %.0f%%): the queue never fills. The seed's pool needs at least %d senders on one node (%s of the samples of senders), or tasks the seed's load does not describe (the seed itself names a burst of connections at the start)",
 			busiest, int(r.Rate), r.Senders, busiest, t, r.Burst(), saturation, 100*r.CPU, need, pct(r.GrowthChance()))
 	case r.Peak < 200 && r.PoolWant() == "max (200)":
-		return fmt.Sprintf("the pool grew past core but not to max: the busiest node's burst of %d x %d = %d tasks overflows core + queue = %d by %d, and each overflowing submit adds one worker (30 + %d = %d) while the previous second's burst has drained before the next one; max needs a burst of %d, at least %d senders on one node (%s of the samples of senders)", busiest, t, r.Burst(), saturation, r.Burst()-saturation, r.Burst()-saturation, 30+r.Burst()-saturation, saturation+170, (saturation+170+t-1)/t, pct(r.chanceOfSenders((saturation+170+t-1)/t)))
+		return fmt.Sprintf("the pool grew past core but not to max: the busiest node's burst of %d x %d = %d tasks overflows core + queue = %d by %d, and each overflowing submit adds one worker (30 + %d = %d) while the previous second's burst has drained before the next one; max needs a burst of %d, at least %d senders on one node (%s of the samples of senders)", busiest, t, r.Burst(), saturation, r.Burst()-saturation, r.Burst()-saturation, 30+r.Burst()-saturation, saturation+170, toMax, pct(r.chanceOfSenders(toMax)))
 	}
 	return fmt.Sprintf("the pool grew past core: the busiest node's burst of %d x %d = %d tasks against core + queue = %d, node CPUs at %.0f%%, Redis at %.0f%%", busiest, t, r.Burst(), saturation, 100*r.CPU, 100*r.Redis)
 }
