@@ -66,10 +66,31 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 		return Violation{}, false
 	}
 	onLink := func(f Fault) bool { return len(f.Nodes) == 2 && f.Nodes[0] == send.Node && f.Nodes[1] == s.node }
+	// A broken stream on the message's link delays it until the writer
+	// has written it again: the bound runs from the last break's recovery.
+	// Breaks chain: one inside the window a break opened delays the items
+	// again, so the window grows until no further break falls in it (the
+	// writer's resends of one item each meet the fault draws afresh). A
+	// writer that forgot the unacknowledged items is late here.
+	rec := recoveryOf(j.h, "stream-break")
+	broke := time.Duration(-1)
+	for grew := true; grew; {
+		grew = false
+		for _, f := range j.h.Faults {
+			if f.Kind == "stream-break" && onLink(f) && f.From > broke && f.From <= deadline.t && f.From+rec >= send.Invoked-bound {
+				broke, grew = f.From, true
+				deadline.t = max(deadline.t, broke+rec+bound)
+			}
+		}
+	}
+	// Any other fault on the path while the message was due excuses it;
+	// the window is the one the breaks stretched, since a give-up or a
+	// crash after the first deadline still meets a message that a break
+	// kept in flight.
 	if _, hit := timedFault(j.h, send.Invoked-bound, deadline.t, func(f Fault) bool {
 		switch f.Kind {
 		case "stream-break":
-			return false // judged below: it delays, it does not excuse
+			return false // judged above: it delays, it does not excuse
 		case "stream-giveup":
 			// A relay stream's break holds no worker (relay tasks only
 			// queue on the link): it touches that link's items alone.
@@ -81,18 +102,6 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 		return f.Redis || f.User == user || (!f.Op && len(f.Nodes) > 0) || f.touchesNode(send.Node) || f.touchesNode(s.node)
 	}); hit {
 		return Violation{}, false
-	}
-	// A broken stream on the message's link delays it until the writer
-	// has written it again: the bound runs from the last break's recovery.
-	// A writer that forgot the unacknowledged items is late here.
-	broke := time.Duration(-1)
-	for _, f := range j.h.Faults {
-		if f.Kind == "stream-break" && onLink(f) && f.From <= deadline.t && f.From+recoveryOf(j.h, f.Kind) >= send.Invoked-bound {
-			broke = max(broke, f.From)
-		}
-	}
-	if broke >= 0 {
-		deadline.t = max(deadline.t, broke+recoveryOf(j.h, "stream-break")+bound)
 	}
 	d, got := first.get(user, send.Room, send.Seq)
 	if got && d.Time <= deadline.t {
@@ -107,7 +116,7 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	v.Detail = fmt.Sprintf("connected on %s with no fault on the path from %s, but %s; bound %v", s.node, send.Node, late, bound)
 	if broke >= 0 {
 		v.Detail = fmt.Sprintf("connected on %s; the relay stream from %s broke at t=%v and its items were due again within %v, but %s",
-			s.node, send.Node, broke, recoveryOf(j.h, "stream-break")+bound, late)
+			s.node, send.Node, broke, rec+bound, late)
 	}
 	return v, true
 }

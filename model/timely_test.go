@@ -24,6 +24,20 @@ func liveRoom(extra ...Event) *History {
 	}
 }
 
+// breaks is liveRoom with the deliveries extra and a stream break on the
+// link n1->n2 at each of the given milliseconds (resend recovery 200ms, so
+// a break at t stretches the deadline to t+300ms).
+func breaks(extra Event, atMs ...int) *History {
+	h := liveRoom(at(dlv(0, "u1", "r1", 1, "a"), 1003), extra)
+	h.Recovery["stream-break"] = 200 * ms
+	h.Recovery["stream-giveup"] = 5 * time.Second
+	for _, m := range atMs {
+		t := time.Duration(m) * ms
+		h.Faults = append(h.Faults, Fault{From: t, To: t, Kind: "stream-break", Nodes: []string{"n1", "n2"}})
+	}
+	return h
+}
+
 func at(e Event, msAt int) Event {
 	e.Time, e.TraceLine = time.Duration(msAt)*ms, msAt
 	return e
@@ -77,6 +91,29 @@ func TestCheckTimely(t *testing.T) {
 			h.Faults = []Fault{{From: time.Second, To: time.Second, Kind: "drop-request", Op: true, Nodes: []string{"n3", "n4"}, Msg: "r9#1"}}
 			return h
 		}(), "connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},
+		{"a break on the link delays the bound by its recovery", func() *History {
+			h := breaks(at(dlv(0, "u2", "r1", 1, "a"), 1290), 1010)
+			return h
+		}(), ""},
+		{"breaks chain: each one inside the stretched window stretches it again", func() *History {
+			return breaks(at(dlv(0, "u2", "r1", 1, "a"), 1550), 1010, 1300)
+		}(), ""},
+		{"late past the last break's window", func() *History {
+			return breaks(late, 1010, 1300)
+		}(), "connected on n2; the relay stream from n1 broke at t=1.3s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
+		{"a break after the stretched window does not stretch it", func() *History {
+			return breaks(late, 1010, 1700)
+		}(), "connected on n2; the relay stream from n1 broke at t=1.01s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
+		{"a give-up after the first deadline, inside the window breaks stretched, excuses it", func() *History {
+			h := breaks(late, 1010, 1200)
+			h.Faults = append(h.Faults, Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n2"}})
+			return h
+		}(), ""},
+		{"a give-up on another link does not", func() *History {
+			h := breaks(late, 1010, 1200)
+			h.Faults = append(h.Faults, Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n3"}})
+			return h
+		}(), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
 		{"a member who connected just before is not judged", func() *History {
 			h := liveRoom(u1)
 			h.Events[3].Time = 950 * ms // u2's connect
