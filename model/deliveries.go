@@ -2,6 +2,10 @@ package model
 
 import (
 	"encoding/binary"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
 	"time"
 )
 
@@ -14,21 +18,78 @@ import (
 // The checkers read it through History.EachDelivery, in the order the
 // deliveries were added, as the Events they were added as.
 //
+// Memory stays flat in the run's length: once SpillAt bytes of records
+// are held (Add checks after each record, so a chunk ends on a record), they
+// are written to an unlinked temporary file and Each reads them back chunk
+// by chunk. The checkers judge deliveries against the room logs and the
+// membership windows the acks give, which are complete only at the end of a
+// run, so the records are kept; the file holds what memory need not.
+//
 // A DeliveryLog is appended to by one goroutine at a time; a Snapshot may
 // be read while the original keeps growing.
 type DeliveryLog struct {
-	buf   []byte
-	n     int
-	users table
-	rooms table
-	nodes table
-	msgs  table
+	// SpillAt is the chunk size in bytes past which records go to the
+	// file (0: DefaultSpillAt; negative: never).
+	SpillAt int
+	buf     []byte
+	n       int
+	// spilled: the file and the lengths of the chunks written to it, in
+	// order (shared with snapshots, which see a prefix).
+	spill  *spillFile
+	chunks []int
+	users  table
+	rooms  table
+	nodes  table
+	msgs   table
 	// encoding state: the previous record and, per user and room, the last
 	// seq and message id index.
 	lastTime time.Duration
 	lastLine int
 	pairs    map[[2]int]int
 	pairLast []pairState
+}
+
+// DefaultSpillAt is the chunk size of a DeliveryLog: ~1 MiB, about 120,000
+// deliveries, so that runs of the default size never touch the disk.
+const DefaultSpillAt = 1 << 20
+
+// spillFile is the file the chunks go to. It is unlinked as soon as it
+// is created and closed when no log or snapshot refers to it any more.
+type spillFile struct {
+	f   *os.File
+	off int64
+}
+
+func newSpillFile() (*spillFile, error) {
+	f, err := os.CreateTemp("", "relaysim-deliveries-*")
+	if err != nil {
+		return nil, err
+	}
+	_ = os.Remove(f.Name()) // open files stay readable; nothing is left behind
+	s := &spillFile{f: f}
+	runtime.AddCleanup(s, func(f *os.File) { _ = f.Close() }, f)
+	return s, nil
+}
+
+// flush writes the held records out as one chunk. A log that cannot write
+// keeps its records in memory: it never loses one.
+func (l *DeliveryLog) flush() {
+	if l.spill == nil {
+		s, err := newSpillFile()
+		if err != nil {
+			l.SpillAt = -1
+			return
+		}
+		l.spill = s
+	}
+	if _, err := l.spill.f.WriteAt(l.buf, l.spill.off); err != nil {
+		l.SpillAt = -1
+		return
+	}
+	l.spill.off += int64(len(l.buf))
+	l.chunks = append(l.chunks, len(l.buf))
+	// A fresh buffer, not the old one reused: a snapshot may still read it.
+	l.buf = make([]byte, 0, cap(l.buf))
 }
 
 type pairState struct {
@@ -101,6 +162,28 @@ func (l *DeliveryLog) Add(ev Event) {
 	last.seq, last.msg = ev.Seq, msg
 	l.lastTime, l.lastLine = ev.Time, ev.TraceLine
 	l.n++
+	if at := l.spillAt(); at > 0 && len(l.buf) >= at {
+		l.flush()
+	}
+}
+
+func (l *DeliveryLog) spillAt() int {
+	if l.SpillAt == 0 {
+		return DefaultSpillAt
+	}
+	return l.SpillAt
+}
+
+// Spilled returns how many bytes of records went to the file.
+func (l *DeliveryLog) Spilled() int64 {
+	if l == nil || l.spill == nil {
+		return 0
+	}
+	var n int64
+	for _, c := range l.chunks {
+		n += int64(c)
+	}
+	return n
 }
 
 // Snapshot returns a read-only view of the deliveries so far; the original
@@ -110,7 +193,9 @@ func (l *DeliveryLog) Snapshot() *DeliveryLog {
 		return nil
 	}
 	return &DeliveryLog{
-		buf: l.buf[:len(l.buf):len(l.buf)], n: l.n,
+		SpillAt: -1, // a snapshot is only read
+		buf:     l.buf[:len(l.buf):len(l.buf)], n: l.n,
+		spill: l.spill, chunks: l.chunks[:len(l.chunks):len(l.chunks)],
 		users: table{strs: l.users.strs[:len(l.users.strs):len(l.users.strs)]},
 		rooms: table{strs: l.rooms.strs[:len(l.rooms.strs):len(l.rooms.strs)]},
 		nodes: table{strs: l.nodes.strs[:len(l.nodes.strs):len(l.nodes.strs)]},
@@ -123,7 +208,40 @@ func (l *DeliveryLog) Each(fn func(Event)) {
 	if l == nil {
 		return
 	}
-	b := l.buf
+	d := decoder{l: l}
+	var chunk []byte
+	var off int64
+	for _, size := range l.chunks {
+		if cap(chunk) < size {
+			chunk = make([]byte, size)
+		}
+		chunk = chunk[:size]
+		if _, err := l.spill.f.ReadAt(chunk, off); err != nil && err != io.EOF {
+			panic(fmt.Sprintf("model: reading back the spilled deliveries: %v", err))
+		}
+		off += int64(size)
+		d.each(chunk, fn)
+	}
+	d.each(l.buf, fn)
+}
+
+// decoder reads records back; its state runs across chunks.
+type decoder struct {
+	l     *DeliveryLog
+	pairs []decodedPair
+	t     time.Duration
+	line  int
+	done  int
+}
+
+type decodedPair struct {
+	user, room string
+	pairState
+}
+
+// each decodes the records of b, which holds whole records.
+func (d *decoder) each(b []byte, fn func(Event)) {
+	l := d.l
 	uvarint := func() uint64 {
 		v, n := binary.Uvarint(b)
 		b = b[n:]
@@ -134,30 +252,24 @@ func (l *DeliveryLog) Each(fn func(Event)) {
 		b = b[n:]
 		return v
 	}
-	type pair struct {
-		user, room string
-		pairState
-	}
-	var pairs []pair
-	var t time.Duration
-	line := 0
-	for range l.n {
+	for len(b) > 0 && d.done < l.n {
 		p := int(uvarint())
 		if p == 0 {
 			u, r := uvarint(), uvarint()
-			pairs = append(pairs, pair{user: l.users.strs[u], room: l.rooms.strs[r]})
-			p = len(pairs) - 1
+			d.pairs = append(d.pairs, decodedPair{user: l.users.strs[u], room: l.rooms.strs[r]})
+			p = len(d.pairs) - 1
 		} else {
 			p--
 		}
-		st := &pairs[p]
+		st := &d.pairs[p]
 		st.seq += uint64(varint())
 		st.msg += int(varint())
-		t += time.Duration(varint())
-		line += int(varint())
+		d.t += time.Duration(varint())
+		d.line += int(varint())
 		flags := uvarint()
-		fn(Event{Time: t, Kind: KindDeliver, User: st.user, Room: st.room, Node: l.nodes.strs[flags>>1],
-			Seq: st.seq, MsgID: l.msgs.strs[st.msg], FromLog: flags&1 == 1, TraceLine: line})
+		d.done++
+		fn(Event{Time: d.t, Kind: KindDeliver, User: st.user, Room: st.room, Node: l.nodes.strs[flags>>1],
+			Seq: st.seq, MsgID: l.msgs.strs[st.msg], FromLog: flags&1 == 1, TraceLine: d.line})
 	}
 }
 

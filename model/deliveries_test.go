@@ -26,25 +26,43 @@ func compact(h *History) *History {
 	return &c
 }
 
-// The log gives back exactly the deliveries it was given, in order.
+// The log gives back exactly the deliveries it was given, in order, held
+// in memory or spilled to its file in chunks of any size; a snapshot taken
+// half way sees the first half, however the original goes on.
 func TestDeliveryLogRoundTrip(t *testing.T) {
-	var l DeliveryLog
-	var want []Event
-	r := rand.New(rand.NewPCG(3, 4))
-	at, line := time.Duration(0), 0
-	for i := range 2000 {
-		at += time.Duration(r.IntN(3)) * time.Millisecond / time.Duration(1+r.IntN(7))
-		line += 1 + r.IntN(5)
-		ev := Event{Time: at, Kind: KindDeliver, User: fmt.Sprintf("u%d", r.IntN(7)), Room: fmt.Sprintf("r%d", r.IntN(3)),
-			Node: fmt.Sprintf("n%d", r.IntN(3)), Seq: uint64(r.IntN(300)), FromLog: r.IntN(4) == 0, TraceLine: line}
-		ev.MsgID = fmt.Sprintf("m%d", ev.Seq+uint64(i%5/4)) // now and then not the seq's usual id
-		l.Add(ev)
-		want = append(want, ev)
+	for _, spillAt := range []int{0, -1, 1, 7, 64, 1000} {
+		t.Run(fmt.Sprintf("spill-at-%d", spillAt), func(t *testing.T) {
+			l := DeliveryLog{SpillAt: spillAt}
+			var want []Event
+			var half *DeliveryLog
+			r := rand.New(rand.NewPCG(3, 4))
+			at, line := time.Duration(0), 0
+			for i := range 2000 {
+				at += time.Duration(r.IntN(3)) * time.Millisecond / time.Duration(1+r.IntN(7))
+				line += 1 + r.IntN(5)
+				ev := Event{Time: at, Kind: KindDeliver, User: fmt.Sprintf("u%d", r.IntN(7)), Room: fmt.Sprintf("r%d", r.IntN(3)),
+					Node: fmt.Sprintf("n%d", r.IntN(3)), Seq: uint64(r.IntN(300)), FromLog: r.IntN(4) == 0, TraceLine: line}
+				ev.MsgID = fmt.Sprintf("m%d", ev.Seq+uint64(i%5/4)) // now and then not the seq's usual id
+				l.Add(ev)
+				want = append(want, ev)
+				if i == 999 {
+					half = l.Snapshot()
+				}
+			}
+			var got, gotHalf []Event
+			l.Snapshot().Each(func(ev Event) { got = append(got, ev) })
+			half.Each(func(ev Event) { gotHalf = append(gotHalf, ev) })
+			assert.Equal(t, want, got)
+			assert.Equal(t, want[:1000], gotHalf)
+			assert.Equal(t, len(want), l.Len())
+			if spillAt > 0 {
+				assert.Greater(t, l.Spilled(), int64(0), "the records must have gone to the file")
+				assert.Less(t, len(l.buf), spillAt+64, "memory holds at most one chunk")
+			} else {
+				assert.Zero(t, l.Spilled())
+			}
+		})
 	}
-	var got []Event
-	l.Snapshot().Each(func(ev Event) { got = append(got, ev) })
-	assert.Equal(t, want, got)
-	assert.Equal(t, len(want), l.Len())
 }
 
 // Every checker gives the same verdict, byte for byte, whether the
@@ -60,6 +78,11 @@ func TestCheckersSameVerdictOnCompactDeliveries(t *testing.T) {
 		c := compact(h)
 		require.Equal(t, want, Check(c), "round %d", round)
 		require.Equal(t, CheckPrefix(h), CheckPrefix(c), "round %d", round)
+		spilled := compact(h)
+		spilled.Deliveries = &DeliveryLog{SpillAt: 16}
+		spilled.EachDelivery(func(Event) { t.Fatal("no deliveries yet") })
+		h.EachDelivery(spilled.Deliveries.Add)
+		require.Equal(t, want, Check(spilled), "round %d (spilled)", round)
 		l1, f1 := DeliveryCounts(h)
 		l2, f2 := DeliveryCounts(c)
 		require.Equal(t, []int{l1, f1}, []int{l2, f2})
