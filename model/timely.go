@@ -70,9 +70,12 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	// has written it again: the bound runs from the last break's recovery.
 	// Breaks chain: one inside the window a break opened delays the items
 	// again, so the window grows until no further break falls in it (the
-	// writer's resends of one item each meet the fault draws afresh). A
-	// writer that forgot the unacknowledged items is late here.
+	// writer's resends of one item each meet the fault draws afresh; a
+	// break counts for every channel of the node pair, since the harness
+	// does not tell them apart). A writer that forgot the unacknowledged
+	// items is late here.
 	rec := recoveryOf(j.h, "stream-break")
+	base := deadline.t
 	broke := time.Duration(-1)
 	for grew := true; grew; {
 		grew = false
@@ -83,11 +86,15 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 			}
 		}
 	}
-	// Any other fault on the path while the message was due excuses it;
-	// the window is the one the breaks stretched, since a give-up or a
-	// crash after the first deadline still meets a message that a break
-	// kept in flight.
-	if _, hit := timedFault(j.h, send.Invoked-bound, deadline.t, func(f Fault) bool {
+	// The member must still be connected when the item is due again: one
+	// who disconnected in the stretch gets it from the log on its return.
+	if deadline.t > base {
+		if _, ok := connectedThrough(ss, instant{send.Invoked - bound, 0}, deadline); !ok {
+			return Violation{}, false
+		}
+	}
+	// Until the first deadline, any fault on the message's path excuses it.
+	if _, hit := timedFault(j.h, send.Invoked-bound, base, func(f Fault) bool {
 		switch f.Kind {
 		case "stream-break":
 			return false // judged above: it delays, it does not excuse
@@ -100,6 +107,25 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 		// node relaying to it (timeouts, retries), and tasks queue behind
 		// them: a timed node fault anywhere touches every path.
 		return f.Redis || f.User == user || (!f.Op && len(f.Nodes) > 0) || f.touchesNode(send.Node) || f.touchesNode(s.node)
+	}); hit {
+		return Violation{}, false
+	}
+	// In the stretch the breaks added, the message is an item on its link
+	// waiting to be written again: what can hold it there is the link giving
+	// up, the sender or the receiver going down, paused or cut off, Redis
+	// failing (the writer reads the peer's address again after a break) or
+	// the member's own client; not a fault elsewhere (no worker holds the
+	// item), nor a route flush (the item is past routing).
+	if _, hit := timedFault(j.h, base, deadline.t, func(f Fault) bool {
+		switch f.Kind {
+		case "stream-break":
+			return false
+		case "stream-giveup":
+			return onLink(f)
+		case "route-flush":
+			return false
+		}
+		return f.Redis || f.User == user || f.touchesNode(send.Node) || f.touchesNode(s.node)
 	}); hit {
 		return Violation{}, false
 	}

@@ -114,6 +114,26 @@ func TestCheckTimely(t *testing.T) {
 			h.Faults = append(h.Faults, Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n3"}})
 			return h
 		}(), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
+		{"a pause of the member's node in the stretched window excuses it", func() *History {
+			h := breaks(late, 1010, 1200)
+			h.Faults = append(h.Faults, Fault{From: 1400 * ms, To: 1450 * ms, Kind: "pause", Nodes: []string{"n2"}})
+			return h
+		}(), ""},
+		{"a route flush in the stretched window does not (the item is past routing)", func() *History {
+			h := breaks(late, 1010, 1200)
+			h.Faults = append(h.Faults, Fault{From: 1400 * ms, To: 1400 * ms, Kind: "route-flush", Redis: true})
+			return h
+		}(), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
+		{"nor a crash of a third node (no worker holds a queued item)", func() *History {
+			h := breaks(late, 1010, 1200)
+			h.Faults = append(h.Faults, Fault{From: 1400 * ms, To: 1450 * ms, Kind: "pause", Nodes: []string{"n3"}})
+			return h
+		}(), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
+		{"a route flush before the first deadline still excuses it", func() *History {
+			h := breaks(late, 1010, 1200)
+			h.Faults = append(h.Faults, Fault{From: 1050 * ms, To: 1050 * ms, Kind: "route-flush", Redis: true})
+			return h
+		}(), ""},
 		{"a member who connected just before is not judged", func() *History {
 			h := liveRoom(u1)
 			h.Events[3].Time = 950 * ms // u2's connect
