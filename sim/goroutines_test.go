@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/relaysim/relaysim/system"
 )
 
 // textCountRun is the goroutine-profile reader the oracle used before
@@ -114,4 +116,45 @@ func BenchmarkCountRun(b *testing.B) {
 	for b.Loop() {
 		countRun("run-a")
 	}
+}
+
+// The goroutine-profile cache is exact: whole runs (the default run with
+// its faults, crashes and restarts, and the dense configuration) sample
+// the same goroutine and worker counts, and replay the same trace, with it
+// as without it; and it is used.
+func TestCountRunCacheExact(t *testing.T) {
+	seeds := 3
+	if testing.Short() {
+		seeds = 1
+	}
+	setOff := func(off bool) {
+		lastProfile.mu.Lock()
+		lastProfile.off = off
+		lastProfile.mu.Unlock()
+	}
+	hits := func() int {
+		lastProfile.mu.Lock()
+		defer lastProfile.mu.Unlock()
+		return lastProfile.hits
+	}
+	defer setOff(false)
+	used := 0
+	for _, mode := range system.Modes {
+		for s := 1; s <= seeds; s++ {
+			for _, cfg := range []Config{DefaultConfig(), denseConfig(0, mode)} {
+				cfg.Seed, cfg.Mode = Seed(s), mode
+				setOff(false)
+				before := hits()
+				with := runOK(t, cfg)
+				used += hits() - before
+				setOff(true)
+				without := runOK(t, cfg)
+				require.NotEmpty(t, with.History.Samples)
+				require.Equal(t, without.History.Samples, with.History.Samples, "seed %d mode %s", s, mode)
+				require.Equal(t, without.TraceHash, with.TraceHash, "seed %d mode %s", s, mode)
+			}
+		}
+	}
+	require.Positive(t, used, "no sample reused the previous counts")
+	t.Logf("%d samples reused the previous counts", used)
 }

@@ -3,7 +3,9 @@ package sim
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"regexp"
+	"runtime/metrics"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -151,14 +153,92 @@ const workerFrame = "system.(*Executor).work"
 // a new buffer for each was a tenth of a run's allocation.
 var profileBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
+// countRun counts run id's goroutines from the process's goroutine
+// profile, or gives back the counts of the previous profile when it can
+// prove they are the same (see profileCache).
 func countRun(id string) goroutineCounts {
+	created, live, known := goroutineTotals()
+	if g, ok := lastProfile.get(id, created, live, known); ok {
+		return g
+	}
 	buf := profileBufs.Get().(*bytes.Buffer)
 	defer profileBufs.Put(buf)
 	buf.Reset()
 	if err := pprof.Lookup("goroutine").WriteTo(buf, 1); err != nil {
 		return goroutineCounts{node: map[string]int{}, workers: map[string]int{}}
 	}
-	return parseGoroutines(buf.Bytes(), id)
+	g := parseGoroutines(buf.Bytes(), id)
+	if known {
+		lastProfile.put(id, created, live, g)
+	}
+	return g
+}
+
+// profileCache keeps the last counts taken, with the process's goroutine
+// totals read just before their profile. Taking the profile (it unwinds
+// every goroutine's stack) was the largest cost of a default run; most
+// samples of a run find no goroutine started or ended since the last one.
+//
+// Why reusing them is exact: the runtime counts every goroutine ever
+// created (/sched/goroutines-created) and the live ones
+// (/sched/goroutines). If neither moved since the totals read before the
+// previous profile, no goroutine was created after that read, and, none
+// created, none ended either (the live count could only have fallen); so
+// the profile would list the same goroutines. What it counts of each does
+// not change over a goroutine's life: the run and node labels are
+// inherited at creation, and in this process only the driver goroutine
+// relabels itself (Run and NewCluster before any sample, startIncarnation
+// around starting a node, which creates goroutines); a worker runs
+// Executor.work from its first frame to its exit, and profiles keep 128
+// frames of a stack, so the frame is always seen. A creation or an end
+// anywhere in the process, between the read and the profile included,
+// moves a total and forces a new profile. TestCountRunCacheExact checks
+// the argument on whole runs: every sample the same with and without it.
+type profileCache struct {
+	mu             sync.Mutex
+	off            bool // tests: always take the profile
+	id             string
+	created, live  uint64
+	counts         goroutineCounts
+	valid          bool
+	hits, profiles int
+}
+
+var lastProfile profileCache
+
+func (c *profileCache) get(id string, created, live uint64, known bool) (goroutineCounts, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.off || !known || !c.valid || c.id != id || c.created != created || c.live != live {
+		c.profiles++
+		return goroutineCounts{}, false
+	}
+	c.hits++
+	return c.counts.clone(), true
+}
+
+func (c *profileCache) put(id string, created, live uint64, g goroutineCounts) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.id, c.created, c.live, c.counts, c.valid = id, created, live, g.clone(), true
+}
+
+func (g goroutineCounts) clone() goroutineCounts {
+	return goroutineCounts{total: g.total, node: maps.Clone(g.node), workers: maps.Clone(g.workers)}
+}
+
+var totalsNames = []string{"/sched/goroutines-created:goroutines", "/sched/goroutines:goroutines"}
+
+// goroutineTotals reads the runtime's created and live goroutine counts;
+// known is false when the runtime does not offer them.
+func goroutineTotals() (created, live uint64, known bool) {
+	var s [2]metrics.Sample
+	s[0].Name, s[1].Name = totalsNames[0], totalsNames[1]
+	metrics.Read(s[:])
+	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+		return 0, 0, false
+	}
+	return s[0].Value.Uint64(), s[1].Value.Uint64(), true
 }
 
 // parseGoroutines counts, in a goroutine profile written with debug=1, the
