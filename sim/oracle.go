@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"runtime"
 	"runtime/metrics"
 	"runtime/pprof"
 	"sort"
@@ -180,9 +181,9 @@ func countRun(id string) goroutineCounts {
 // samples of a run find no goroutine started or ended since the last one.
 //
 // Why reusing them is exact: the runtime counts every goroutine ever
-// created (/sched/goroutines-created) and the live ones
-// (/sched/goroutines). If neither moved since the totals read before the
-// previous profile, no goroutine was created after that read, and, none
+// created (/sched/goroutines-created), and a stopped world counts the live
+// ones exactly (goroutineTotals). If neither moved since the totals read
+// before the previous profile, no goroutine was created after that read, and, none
 // created, none ended either (the live count could only have fallen); so
 // the profile would list the same goroutines. What it counts of each does
 // not change over a goroutine's life: the run and node labels are
@@ -227,18 +228,22 @@ func (g goroutineCounts) clone() goroutineCounts {
 	return goroutineCounts{total: g.total, node: maps.Clone(g.node), workers: maps.Clone(g.workers)}
 }
 
-var totalsNames = []string{"/sched/goroutines-created:goroutines", "/sched/goroutines:goroutines"}
-
-// goroutineTotals reads the runtime's created and live goroutine counts;
-// known is false when the runtime does not offer them.
+// goroutineTotals reads how many goroutines the process has created (the
+// runtime's counter) and how many are alive, the latter from
+// runtime.GoroutineProfile's count, which stops the world: a goroutine
+// that has just ended may still be counted by the runtime's live metric or
+// NumGoroutine when the bubble has already woken the driver, but not once
+// the world has stopped. known is false when the runtime does not offer
+// the counter.
 func goroutineTotals() (created, live uint64, known bool) {
-	var s [2]metrics.Sample
-	s[0].Name, s[1].Name = totalsNames[0], totalsNames[1]
+	s := [1]metrics.Sample{{Name: "/sched/goroutines-created:goroutines"}}
 	metrics.Read(s[:])
-	if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0, 0, false
 	}
-	return s[0].Value.Uint64(), s[1].Value.Uint64(), true
+	var one [1]runtime.StackRecord
+	n, _ := runtime.GoroutineProfile(one[:])
+	return s[0].Value.Uint64(), uint64(n), true
 }
 
 // parseGoroutines counts, in a goroutine profile written with debug=1, the
