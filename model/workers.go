@@ -89,7 +89,7 @@ func (j *judge) expectIn(mode string, send Event, conns map[string][]span) expec
 	}
 	if mode == "single" {
 		return expectation{len(certain), len(certain) + len(maybe),
-			fmt.Sprintf("%d members, %d more possible", len(certain), len(maybe))}
+			fmt.Sprintf("%s, %d more possible", nof(len(certain), "member"), len(maybe))}
 	}
 	// A Redis fault on the message's own operations (its MGET) leaves every
 	// remote member unrouted.
@@ -118,9 +118,9 @@ func (j *judge) expectIn(mode string, send Event, conns map[string][]span) expec
 			lo++
 		}
 	}
-	why := fmt.Sprintf("%d local + %d remote servers, %d members unsure", local, len(servers), unsure)
+	why := fmt.Sprintf("%d local + %s, %s unsure", local, nof(len(servers), "remote server"), nof(unsure, "member"))
 	if stale > 0 {
-		why += fmt.Sprintf(", %d members on %d remote servers maybe still local (they left this node within its close bound)", stale, len(staleServers))
+		why += fmt.Sprintf(", %s on %s maybe still local (they left this node within its close bound)", nof(stale, "member"), nof(len(staleServers), "remote server"))
 	}
 	return expectation{lo, local + len(servers) + stale + unsure, why}
 }
@@ -229,4 +229,12 @@ func msgKey(room string, seq uint64) string { return room + "#" + strconv.Format
 func (j *judge) redisOpFault(msg string) bool {
 	f, ok := j.opFaults()[msg]
 	return ok && f.Redis
+}
+
+// nof is "1 member", "2 members", "0 members".
+func nof(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

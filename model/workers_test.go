@@ -140,7 +140,7 @@ func TestCheckWorkersCrashExcusesMissingTasks(t *testing.T) {
 // add one task, it never removes its node from the destinations, and once
 // the close bound has passed it is on its new node only.
 func TestCheckWorkersMemberLeftSender(t *testing.T) {
-	const why = "49 local + 2 remote servers, 0 members unsure, 1 members on 1 remote servers maybe still local (they left this node within its close bound)"
+	const why = "49 local + 2 remote servers, 0 members unsure, 1 member on 1 remote server maybe still local (they left this node within its close bound)"
 	// u2 (of n1, the sender's node) closes its stream at `left` and is
 	// connected to `to` 100ms later; the send is invoked at 5s.
 	moved := func(mode string, tasks int, left time.Duration, to string, closeErr string) *History {
