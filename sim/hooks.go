@@ -111,7 +111,7 @@ func (h *nodeHooks) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		id := redisOpID(ctx, cmd.Name(), cmd.Args())
-		if err := h.redisGate(id, redisUnits(cmd)); err != nil {
+		if err := h.redisGate(id, callTie(ctx), redisUnits(cmd)); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -128,7 +128,7 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			args = cmds[len(cmds)/2].Args()
 		}
 		id := redisOpID(ctx, name, args)
-		if err := h.redisGate(id, len(cmds)); err != nil {
+		if err := h.redisGate(id, callTie(ctx), len(cmds)); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}
@@ -158,9 +158,9 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 // redisGate parks a Redis command of the incarnation (units sizes it for
 // the CPU model); afterwards it may fail it (an outage window or a drawn
 // command error).
-func (h *nodeHooks) redisGate(id string, units int) error {
+func (h *nodeHooks) redisGate(id, tie string, units int) error {
 	c, node := h.c, h.node
-	c.Sched.GateSized(h, node, KindRedis, id, c.faults.spike(c.Now()), units)
+	c.Sched.GateTied(h, node, KindRedis, id, tie, c.faults.spike(c.Now()), units)
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
@@ -221,6 +221,20 @@ func (h *nodeHooks) dialOptions() []grpc.DialOption {
 		grpc.WithConnectParams(deterministicConnect),
 		grpc.WithReadBufferSize(grpcReadBuffer),
 	}
+}
+
+// callTie tells apart the Redis commands of calls whose labels are the
+// same: the system labels a request's commands by what it asks ("join r1
+// u1"), so a client that repeats a request while the first is still held
+// (its node paused, the first call timed out) has two handlers parked on
+// the same command at once. The incoming call's operation, attempt and
+// duplicate marker are the call's own; "" outside a call.
+func callTie(ctx context.Context) string {
+	md, ok := metadata.FromIncomingContext(ctx)
+	if !ok || len(md.Get(system.MDOp)) == 0 {
+		return ""
+	}
+	return callID(ctx, "")
 }
 
 // callID names an incoming call from its metadata: the caller's operation

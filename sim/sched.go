@@ -103,6 +103,16 @@ func (s *Scheduler) GateOwned(owner any, node, kind, id string, extra time.Durat
 // GateSized is GateOwned for an op of a given size (see Op.Units; only
 // the CPU model reads it).
 func (s *Scheduler) GateSized(owner any, node, kind, id string, extra time.Duration, units int) {
+	s.GateTied(owner, node, kind, id, "", extra, units)
+}
+
+// GateTied is GateSized for an op whose id two calls in flight at once may
+// share (the same client request made twice, a duplicated relay): tie, the
+// call's own identity, makes its key unique without entering the trace.
+// It follows a NUL byte, which sorts below every character an id holds, so
+// keys that differed before keep their order and only equal ones are
+// ordered by their ties.
+func (s *Scheduler) GateTied(owner any, node, kind, id, tie string, extra time.Duration, units int) {
 	if s.Ungated {
 		return
 	}
@@ -112,6 +122,9 @@ func (s *Scheduler) GateSized(owner any, node, kind, id string, extra time.Durat
 		return
 	}
 	key := node + "|" + kind + "|" + id
+	if tie != "" {
+		key += "\x00" + tie
+	}
 	op := &Op{Key: key, Node: node, Kind: kind, ID: id, Units: units, owner: owner, release: make(chan struct{})}
 	if owner != nil && s.heldOwner[owner] {
 		s.held = append(s.held, op)
