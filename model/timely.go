@@ -65,6 +65,14 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	if !ok {
 		return Violation{}, false
 	}
+	// A member whose earlier stream on the sender's node ended so recently
+	// that the node may still hold its session (a vanished client until the
+	// keep-alive reaps it, a closed one within the close bound) may have had
+	// the message pushed to that session, as a local member, and get it from
+	// the log: its path is not the one it is connected through.
+	if s.node != send.Node && j.staleOn(send, ss) {
+		return Violation{}, false
+	}
 	onLink := func(f Fault) bool { return len(f.Nodes) == 2 && f.Nodes[0] == send.Node && f.Nodes[1] == s.node }
 	// A broken stream on the message's link delays it until the writer
 	// has written it again: the bound runs from the last break's recovery.

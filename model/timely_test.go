@@ -38,6 +38,23 @@ func breaks(extra Event, atMs ...int) *History {
 	return h
 }
 
+// staleRoom is liveRoom where u2 was first connected to n1, the sender's
+// node, and vanished from it at 840ms before it connected to n2 at 850ms
+// (keep-alive bound keepAlive); extra are the deliveries after u1's.
+func staleRoom(extra Event, keepAlive time.Duration) *History {
+	h := liveRoom(at(dlv(0, "u1", "r1", 1, "a"), 1003), extra)
+	for i := range h.Events {
+		if h.Events[i].Kind == KindConnect && h.Events[i].User == "u2" {
+			h.Events[i].Node = "n1"
+		}
+	}
+	h.Events = append(h.Events,
+		Event{Kind: KindDisconnect, User: "u2", Node: "n1", Vanish: true, Time: 840 * ms, Invoked: 840 * ms},
+		Event{Kind: KindConnect, User: "u2", Node: "n2", OK: true, Time: 850 * ms, Invoked: 850 * ms})
+	h.KeepAliveBound = keepAlive
+	return h
+}
+
 func at(e Event, msAt int) Event {
 	e.Time, e.TraceLine = time.Duration(msAt)*ms, msAt
 	return e
@@ -134,6 +151,9 @@ func TestCheckTimely(t *testing.T) {
 			h.Faults = append(h.Faults, Fault{From: 1050 * ms, To: 1050 * ms, Kind: "route-flush", Redis: true})
 			return h
 		}(), ""},
+		{"a vanished stream on the sender's node that its keep-alive may not have reaped excuses it", staleRoom(late, time.Second), ""},
+		{"one the keep-alive had surely reaped does not", staleRoom(late, 100*ms),
+			"connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},
 		{"a member who connected just before is not judged", func() *History {
 			h := liveRoom(u1)
 			h.Events[3].Time = 950 * ms // u2's connect
