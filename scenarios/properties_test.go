@@ -158,6 +158,16 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 		// the evidence.
 		Trace: sim.NewTrace(true, 60),
 	})
+	// Whatever ends the case before runMachine's deferred Close (a failed
+	// start, rapid running out of data while the set-up draws scheduler
+	// picks) must close the cluster here: its goroutines would outlive the
+	// bubble, and synctest would report that deadlock instead of the cause.
+	started := false
+	defer func() {
+		if !started && c != nil {
+			c.Close()
+		}
+	}()
 	if err != nil {
 		rt.Fatalf("start cluster: %v", err)
 	}
@@ -172,6 +182,7 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 		c.Do(sim.Action{User: u, Kind: sim.ActConnect, Node: m.node(rt), At: 20 * time.Millisecond})
 	}
 	c.Sched.RunFor(50 * time.Millisecond)
+	started = true
 	return m
 }
 

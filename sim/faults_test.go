@@ -146,3 +146,24 @@ func TestFaultVanishedClientIsReaped(t *testing.T) {
 		assert.NotEmpty(t, traceLines(c, "n2 session.closed u2"))
 	})
 }
+
+// A cluster comes up whatever its fault mix: node registration is set-up,
+// not the system under test, so no fault is drawn while the nodes start
+// (with every Redis command failing, the start used to fail at "register
+// n1"); the mix applies from then on.
+func TestClusterStartsUnderAnyFaultMix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, err := NewCluster(ClusterConfig{
+			Seed: 3, Mode: system.ModeBulk, Nodes: 2, Cost: DefaultCost(),
+			Mix:      FaultMix{RedisError: 1, DropRequest: 1, DropResponse: 1},
+			Strategy: &Random{C: Seed(3).Rand()}, Trace: NewTrace(true, 50),
+		})
+		if c != nil {
+			defer c.Close()
+		}
+		require.NoError(t, err)
+		c.Do(Action{User: "u1", Kind: ActCreate, Room: "r1"})
+		c.Sched.RunFor(10 * time.Second)
+		assert.Contains(t, c.Trace.Text(), "fault redis-error create r1", "the mix applies once the cluster is up")
+	})
+}
