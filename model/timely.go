@@ -102,39 +102,38 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 		}
 	}
 	// Until the first deadline, any fault on the message's path excuses it.
-	if _, hit := timedFault(j.h, send.Invoked-bound, base, func(f Fault) bool {
-		switch f.Kind {
-		case "stream-break":
-			return false // judged above: it delays, it does not excuse
-		case "stream-giveup":
-			// A relay stream's break holds no worker (relay tasks only
-			// queue on the link): it touches that link's items alone.
-			return onLink(f)
-		}
-		// A node that is down, paused or cut off holds the workers of every
-		// node relaying to it (timeouts, retries), and tasks queue behind
-		// them: a timed node fault anywhere touches every path.
-		return f.Redis || f.User == user || (!f.Op && len(f.Nodes) > 0) || f.touchesNode(send.Node) || f.touchesNode(s.node)
-	}); hit {
-		return Violation{}, false
-	}
 	// In the stretch the breaks added, the message is an item on its link
 	// waiting to be written again: what can hold it there is the link giving
 	// up, the sender or the receiver going down, paused or cut off, Redis
 	// failing (the writer reads the peer's address again after a break) or
 	// the member's own client; not a fault elsewhere (no worker holds the
 	// item), nor a route flush (the item is past routing).
-	if _, hit := timedFault(j.h, base, deadline.t, func(f Fault) bool {
-		switch f.Kind {
-		case "stream-break":
-			return false
-		case "stream-giveup":
-			return onLink(f)
-		case "route-flush":
-			return false
+	excuses := func(stretch bool) func(Fault) bool {
+		return func(f Fault) bool {
+			switch f.Kind {
+			case "stream-break":
+				return false // judged above: it delays, it does not excuse
+			case "stream-giveup":
+				// A relay stream's break holds no worker (relay tasks only
+				// queue on the link): it touches that link's items alone.
+				return onLink(f)
+			case "route-flush":
+				if stretch {
+					return false
+				}
+			}
+			// Before the first deadline a node that is down, paused or cut
+			// off holds the workers of every node relaying to it (timeouts,
+			// retries), and tasks queue behind them: a timed node fault
+			// anywhere touches every path.
+			return f.Redis || f.User == user || (!stretch && !f.Op && len(f.Nodes) > 0) ||
+				f.touchesNode(send.Node) || f.touchesNode(s.node)
 		}
-		return f.Redis || f.User == user || f.touchesNode(send.Node) || f.touchesNode(s.node)
-	}); hit {
+	}
+	if _, hit := timedFault(j.h, send.Invoked-bound, base, excuses(false)); hit {
+		return Violation{}, false
+	}
+	if _, hit := timedFault(j.h, base, deadline.t, excuses(true)); hit {
 		return Violation{}, false
 	}
 	d, got := first.get(user, send.Room, send.Seq)

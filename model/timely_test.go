@@ -55,6 +55,13 @@ func staleRoom(extra Event, keepAlive time.Duration) *History {
 	return h
 }
 
+// brokenWith is breaks(late, 1010, 1200) with one more fault f.
+func brokenWith(f Fault) *History {
+	h := breaks(at(dlv(0, "u2", "r1", 1, "a"), 4000), 1010, 1200)
+	h.Faults = append(h.Faults, f)
+	return h
+}
+
 func at(e Event, msAt int) Event {
 	e.Time, e.TraceLine = time.Duration(msAt)*ms, msAt
 	return e
@@ -121,36 +128,12 @@ func TestCheckTimely(t *testing.T) {
 		{"a break after the stretched window does not stretch it", func() *History {
 			return breaks(late, 1010, 1700)
 		}(), "connected on n2; the relay stream from n1 broke at t=1.01s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
-		{"a give-up after the first deadline, inside the window breaks stretched, excuses it", func() *History {
-			h := breaks(late, 1010, 1200)
-			h.Faults = append(h.Faults, Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n2"}})
-			return h
-		}(), ""},
-		{"a give-up on another link does not", func() *History {
-			h := breaks(late, 1010, 1200)
-			h.Faults = append(h.Faults, Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n3"}})
-			return h
-		}(), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
-		{"a pause of the member's node in the stretched window excuses it", func() *History {
-			h := breaks(late, 1010, 1200)
-			h.Faults = append(h.Faults, Fault{From: 1400 * ms, To: 1450 * ms, Kind: "pause", Nodes: []string{"n2"}})
-			return h
-		}(), ""},
-		{"a route flush in the stretched window does not (the item is past routing)", func() *History {
-			h := breaks(late, 1010, 1200)
-			h.Faults = append(h.Faults, Fault{From: 1400 * ms, To: 1400 * ms, Kind: "route-flush", Redis: true})
-			return h
-		}(), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
-		{"nor a crash of a third node (no worker holds a queued item)", func() *History {
-			h := breaks(late, 1010, 1200)
-			h.Faults = append(h.Faults, Fault{From: 1400 * ms, To: 1450 * ms, Kind: "pause", Nodes: []string{"n3"}})
-			return h
-		}(), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
-		{"a route flush before the first deadline still excuses it", func() *History {
-			h := breaks(late, 1010, 1200)
-			h.Faults = append(h.Faults, Fault{From: 1050 * ms, To: 1050 * ms, Kind: "route-flush", Redis: true})
-			return h
-		}(), ""},
+		{"a give-up after the first deadline, inside the window breaks stretched, excuses it", brokenWith(Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n2"}}), ""},
+		{"a give-up on another link does not", brokenWith(Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n3"}}), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
+		{"a pause of the member's node in the stretched window excuses it", brokenWith(Fault{From: 1400 * ms, To: 1450 * ms, Kind: "pause", Nodes: []string{"n2"}}), ""},
+		{"a route flush in the stretched window does not (the item is past routing)", brokenWith(Fault{From: 1400 * ms, To: 1400 * ms, Kind: "route-flush", Redis: true}), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
+		{"nor a crash of a third node (no worker holds a queued item)", brokenWith(Fault{From: 1400 * ms, To: 1450 * ms, Kind: "pause", Nodes: []string{"n3"}}), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
+		{"a route flush before the first deadline still excuses it", brokenWith(Fault{From: 1050 * ms, To: 1050 * ms, Kind: "route-flush", Redis: true}), ""},
 		{"a vanished stream on the sender's node that its keep-alive may not have reaped excuses it", staleRoom(late, time.Second), ""},
 		{"one the keep-alive had surely reaped does not", staleRoom(late, 100*ms),
 			"connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},

@@ -196,13 +196,13 @@ func countRun(id string) goroutineCounts {
 // moves a total and forces a new profile. TestCountRunCacheExact checks
 // the argument on whole runs: every sample the same with and without it.
 type profileCache struct {
-	mu             sync.Mutex
-	off            bool // tests: always take the profile
-	id             string
-	created, live  uint64
-	counts         goroutineCounts
-	valid          bool
-	hits, profiles int
+	mu            sync.Mutex
+	off           bool // tests: always take the profile
+	id            string
+	created, live uint64
+	counts        goroutineCounts
+	valid         bool
+	hits          int // samples that reused the counts (read by tests)
 }
 
 var lastProfile profileCache
@@ -211,7 +211,6 @@ func (c *profileCache) get(id string, created, live uint64, known bool) (gorouti
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.off || !known || !c.valid || c.id != id || c.created != created || c.live != live {
-		c.profiles++
 		return goroutineCounts{}, false
 	}
 	c.hits++
