@@ -94,8 +94,11 @@ type Client struct {
 	// token is the user's credential (system.UserToken).
 	token string
 
-	mu        sync.Mutex // guards the fields below; never held across a block
-	inbox     []Action
+	mu    sync.Mutex // guards the fields below; never held across a block
+	inbox []Action
+	// popped counts the actions taken from the front of inbox since its
+	// backing array was last copied (see pop).
+	popped    int
 	n         int // actions started
 	stream    *clientStream
 	zombies   []*clientStream // vanished streams, closed at teardown
@@ -182,8 +185,7 @@ func (cl *Client) next() (Action, bool) {
 	for {
 		cl.mu.Lock()
 		if len(cl.inbox) > 0 {
-			a := cl.inbox[0]
-			cl.inbox = cl.inbox[1:]
+			a := cl.pop()
 			cl.mu.Unlock()
 			return a, true
 		}
@@ -194,6 +196,27 @@ func (cl *Client) next() (Action, bool) {
 			return Action{}, false
 		}
 	}
+}
+
+// pop takes the first action of the inbox (cl.mu held). The whole run's
+// actions are queued at its start; a slice re-sliced from the front would
+// keep every taken action in memory until the run ends, so the slot is
+// cleared and the rest is copied to a new array once more has been taken
+// than remains (amortised O(1) a pop; the order is unchanged).
+func (cl *Client) pop() Action {
+	a := cl.inbox[0]
+	cl.inbox[0] = Action{}
+	cl.inbox = cl.inbox[1:]
+	cl.popped++
+	if cl.popped > len(cl.inbox) {
+		var rest []Action
+		if len(cl.inbox) > 0 {
+			rest = make([]Action, len(cl.inbox))
+			copy(rest, cl.inbox)
+		}
+		cl.inbox, cl.popped = rest, 0
+	}
+	return a
 }
 
 func (cl *Client) do(a Action, n int, inv invocation) {

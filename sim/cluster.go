@@ -72,8 +72,10 @@ type Cluster struct {
 	channels int
 	// userSecret keys the users' credentials (derived from the seed).
 	userSecret string
-	// taskIdx finds a message's entry in hist.Tasks.
-	taskIdx map[taskKey]int
+	// taskIdx finds a message's entry in hist.Tasks; taskRooms holds each
+	// room's name once for them.
+	taskIdx   map[taskKey]int32
+	taskRooms map[string]string
 	// breaks counts each relay stream link's breaks since its last ack
 	// (streamhooks.go); relayAttempts is the nodes' RelayAttempts.
 	breaks        map[string]int

@@ -104,15 +104,26 @@ func (c *Cluster) taskStarted(h *nodeHooks, label string, worker bool) {
 		return
 	}
 	retry := strings.Contains(label, " retry")
-	k := taskKey{h.node, msg, retry}
+	// The room's name is kept once for the run: a substring of the label
+	// would keep the whole label alive for as long as the record.
+	if c.taskRooms == nil {
+		c.taskRooms = map[string]string{}
+	}
+	if r, seen := c.taskRooms[room]; seen {
+		room = r
+	} else {
+		room = strings.Clone(room)
+		c.taskRooms[room] = room
+	}
+	k := taskKey{h.node, room, seq, retry}
 	if i, seen := c.taskIdx[k]; seen {
 		c.hist.Tasks[i].Count++
 		return
 	}
 	if c.taskIdx == nil {
-		c.taskIdx = map[taskKey]int{}
+		c.taskIdx = map[taskKey]int32{}
 	}
-	c.taskIdx[k] = len(c.hist.Tasks)
+	c.taskIdx[k] = int32(len(c.hist.Tasks))
 	c.hist.Tasks = append(c.hist.Tasks, model.Tasks{Node: h.node, Room: room, Seq: seq, Retry: retry, Count: 1, First: c.Now(), TraceLine: c.Trace.Lines()})
 }
 
@@ -124,8 +135,9 @@ func (c *Cluster) taskDone(h *nodeHooks) {
 }
 
 type taskKey struct {
-	node, msg string
-	retry     bool
+	node, room string
+	seq        uint64
+	retry      bool
 }
 
 func splitMsg(msg string) (string, uint64, bool) {
