@@ -13,6 +13,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
 
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system"
@@ -221,12 +222,17 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	c.channels, c.relayAttempts = cfg.ChannelsPerPeer, cfg.RelayAttempts
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
+	redisHooks, serverOpts := []redis.Hook{h}, h.serverOptions()
+	if recordNode != nil {
+		rh, so := recordNode(sn.id)
+		redisHooks, serverOpts = append(redisHooks, rh), append(serverOpts, so...)
+	}
 	n, err := system.New(cfg, system.Deps{
 		Listener:      c.Net.Listen(sn.id),
 		Dial:          c.Net.Dialer(sn.tag),
 		Redis:         c.redisOptions(),
-		RedisHooks:    []redis.Hook{h},
-		ServerOptions: h.serverOptions(),
+		RedisHooks:    redisHooks,
+		ServerOptions: serverOpts,
 		DialOptions:   h.dialOptions(),
 		TargetScheme:  "passthrough",
 		Hooks:         h,
@@ -296,6 +302,13 @@ func (c *Cluster) Upgrade(i, v int) error {
 	c.Stats.Restarts++
 	return c.startNode(sn)
 }
+
+// recordNode, when set, adds a recorder to every node incarnation started
+// afterwards: a go-redis hook inside the simulation's own (it sees the
+// commands that reach miniredis) and gRPC server options (a stats handler
+// sees every call and message). Only BenchmarkDefaultFloor sets it, around
+// one run; nil (always, otherwise) adds nothing.
+var recordNode func(node string) (redis.Hook, []grpc.ServerOption)
 
 // upgradeStopTimeout bounds a graceful stop before the node is cut hard.
 const upgradeStopTimeout = 5 * time.Second
