@@ -73,10 +73,13 @@ type Cluster struct {
 	channels int
 	// userSecret keys the users' credentials (derived from the seed).
 	userSecret string
-	// taskIdx finds a message's entry in hist.Tasks; taskRooms holds each
-	// room's name once for them.
-	taskIdx   map[taskKey]int32
-	taskRooms map[string]string
+	// tasks are the executor gates' records of each message (hist.Tasks
+	// once synced: syncTasks); taskIdx finds a message's record, and
+	// taskNames holds the node and room names they index.
+	tasks       []taskRec
+	taskIdx     map[taskKey]int32
+	taskNames   []string
+	taskNameIdx map[string]uint32
 	// breaks counts each relay stream link's breaks since its last ack
 	// (streamhooks.go); relayAttempts is the nodes' RelayAttempts.
 	breaks        map[string]int
@@ -177,7 +180,12 @@ func (c *Cluster) drive(f func() error) error {
 func (c *Cluster) Now() time.Duration { return c.Sched.Now() }
 
 // History returns the history recorded so far.
-func (c *Cluster) History() *model.History { return &c.hist }
+func (c *Cluster) History() *model.History {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
+	c.syncTasks()
+	return &c.hist
+}
 
 // NodeIDs lists the node ids.
 func (c *Cluster) NodeIDs() []string {
@@ -483,6 +491,9 @@ func (c *Cluster) Final() (model.Final, error) {
 // with the final state read now and every call still in flight added as
 // an event of unknown outcome (Err "Pending").
 func (c *Cluster) Snapshot() (*model.History, error) {
+	c.histMu.Lock()
+	c.syncTasks()
+	c.histMu.Unlock()
 	h := c.hist
 	h.Events = append([]model.Event(nil), c.hist.Events...)
 	h.Deliveries = c.hist.Deliveries.Snapshot()

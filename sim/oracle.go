@@ -98,33 +98,61 @@ func (c *Cluster) taskStarted(h *nodeHooks, label string, worker bool) {
 	if c.Trace.Frozen() {
 		return
 	}
-	msg := msgOf(label)
-	room, seq, ok := splitMsg(msg)
+	room, seq, ok := splitMsg(msgOf(label))
 	if !ok {
 		return
 	}
-	retry := strings.Contains(label, " retry")
-	// The room's name is kept once for the run: a substring of the label
-	// would keep the whole label alive for as long as the record.
-	if c.taskRooms == nil {
-		c.taskRooms = map[string]string{}
-	}
-	if r, seen := c.taskRooms[room]; seen {
-		room = r
-	} else {
-		room = strings.Clone(room)
-		c.taskRooms[room] = room
-	}
-	k := taskKey{h.node, room, seq, retry}
+	k := taskKey{seq: seq, node: c.taskName(h.node), room: c.taskName(room), retry: strings.Contains(label, " retry")}
 	if i, seen := c.taskIdx[k]; seen {
-		c.hist.Tasks[i].Count++
+		c.tasks[i].count++
 		return
 	}
 	if c.taskIdx == nil {
 		c.taskIdx = map[taskKey]int32{}
 	}
-	c.taskIdx[k] = int32(len(c.hist.Tasks))
-	c.hist.Tasks = append(c.hist.Tasks, model.Tasks{Node: h.node, Room: room, Seq: seq, Retry: retry, Count: 1, First: c.Now(), TraceLine: c.Trace.Lines()})
+	c.taskIdx[k] = int32(len(c.tasks))
+	c.tasks = append(c.tasks, taskRec{taskKey: k, count: 1, first: c.Now(), line: int32(c.Trace.Lines())})
+}
+
+// taskKey and taskRec are a model.Tasks while the run goes on, without a
+// pointer: a dense run starts tasks for every message, and records that
+// hold strings would be scanned by every GC cycle and keep a substring's
+// whole gate key alive. Names are indexes into Cluster.taskNames.
+type taskKey struct {
+	seq        uint64
+	node, room uint32
+	retry      bool
+}
+
+type taskRec struct {
+	taskKey
+	count int32
+	line  int32
+	first time.Duration
+}
+
+// taskName is name's index in the task records' name table (histMu held).
+func (c *Cluster) taskName(name string) uint32 {
+	if i, ok := c.taskNameIdx[name]; ok {
+		return i
+	}
+	if c.taskNameIdx == nil {
+		c.taskNameIdx = map[string]uint32{}
+	}
+	name = strings.Clone(name)
+	c.taskNameIdx[name] = uint32(len(c.taskNames))
+	c.taskNames = append(c.taskNames, name)
+	return uint32(len(c.taskNames) - 1)
+}
+
+// syncTasks sets hist.Tasks from the task records (histMu held): the
+// history's readers (the checks, -history, tests) see model.Tasks.
+func (c *Cluster) syncTasks() {
+	c.hist.Tasks = make([]model.Tasks, len(c.tasks))
+	for i, t := range c.tasks {
+		c.hist.Tasks[i] = model.Tasks{Node: c.taskNames[t.node], Room: c.taskNames[t.room], Seq: t.seq, Retry: t.retry,
+			Count: int(t.count), First: t.first, TraceLine: int(t.line)}
+	}
 }
 
 // taskDone is called by a released task-done gate of node.
@@ -132,12 +160,6 @@ func (c *Cluster) taskDone(h *nodeHooks) {
 	c.histMu.Lock()
 	defer c.histMu.Unlock()
 	h.tasks.running--
-}
-
-type taskKey struct {
-	node, room string
-	seq        uint64
-	retry      bool
 }
 
 func splitMsg(msg string) (string, uint64, bool) {

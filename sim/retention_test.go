@@ -73,6 +73,7 @@ func TestTaskRecordsKeepNoLabel(t *testing.T) {
 	label = ""
 	runtime.GC()
 	assert.Nil(t, data.Value(), "the gate key is collected")
+	c.syncTasks()
 	require.Len(t, c.hist.Tasks, 3)
 	assert.Equal(t, []int{2, 1, 1}, []int{c.hist.Tasks[0].Count, c.hist.Tasks[1].Count, c.hist.Tasks[2].Count})
 	assert.Equal(t, []bool{false, true, false}, []bool{c.hist.Tasks[0].Retry, c.hist.Tasks[1].Retry, c.hist.Tasks[2].Retry})

@@ -366,6 +366,7 @@ func (res *Result) finish(c *Cluster, id string) {
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
 	c.hist.Final = final
+	c.syncTasks()
 	if err := c.histOut.finish(&c.hist); err != nil && res.Err == nil {
 		res.Err = fmt.Errorf("write history: %w", err)
 	}
