@@ -14,6 +14,7 @@ type judge struct {
 	members map[string]map[string]*Membership
 	byMsg   map[string]Fault    // per-operation faults by message, built on demand
 	seqs    map[string][]uint64 // each room's log seqs, sorted (logSeqs)
+	users   map[string][]string // each room's members, sorted (roomUsers)
 }
 
 func newJudge(h *History) *judge {
@@ -22,6 +23,20 @@ func newJudge(h *History) *judge {
 }
 
 func (j *judge) membership(room, user string) *Membership { return j.members[room][user] }
+
+// roomUsers returns the users with a membership of room, sorted; the
+// checks that look at every member of a message's room ask once a send.
+func (j *judge) roomUsers(room string) []string {
+	if us, ok := j.users[room]; ok {
+		return us
+	}
+	if j.users == nil {
+		j.users = map[string][]string{}
+	}
+	us := sortedKeys(j.members[room])
+	j.users[room] = us
+	return us
+}
 
 // expected returns the seqs of room's final log that user is certainly
 // owed, ascending (what ordering's owedBetween picks from).

@@ -43,16 +43,20 @@ var definite = map[string]bool{
 }
 
 // roomSends indexes a room's acknowledged sends for real-time questions.
+// It points into the history's events rather than copying them: a dense
+// run has a send per message, and three copies of each were the largest
+// thing the checks held.
 type roomSends struct {
-	byDone []Event  // OK sends by completion
+	byDone []*Event // OK sends by completion
 	maxSeq []uint64 // maxSeq[i]: highest seq among byDone[:i+1]
-	maxAt  []Event  // the send holding maxSeq[i]
-	all    []Event  // OK sends in history order
+	maxAt  []*Event // the send holding maxSeq[i]
+	all    []*Event // OK sends in history order
 }
 
 func indexSends(events []Event) map[string]*roomSends {
 	out := map[string]*roomSends{}
-	for _, ev := range events {
+	for i := range events {
+		ev := &events[i]
 		if ev.Kind != KindSend || !ev.OK || ev.Seq == 0 {
 			continue
 		}
@@ -87,7 +91,7 @@ func (rs *roomSends) ackedBefore(at instant) (uint64, Event, bool) {
 	if i == 0 {
 		return 0, Event{}, false
 	}
-	return rs.maxSeq[i-1], rs.maxAt[i-1], true
+	return rs.maxSeq[i-1], *rs.maxAt[i-1], true
 }
 
 // memberTracker follows one user's membership of one room through its

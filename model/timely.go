@@ -35,7 +35,7 @@ func (j *judge) timely() []Violation {
 		if !j.judgedLive(send) {
 			continue
 		}
-		for _, user := range sortedKeys(j.members[send.Room]) {
+		for _, user := range j.roomUsers(send.Room) {
 			if v, bad := j.judgeLive(send, user, conns[user], first); bad {
 				out = append(out, v)
 			}

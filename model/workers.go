@@ -78,7 +78,7 @@ func (j *judge) expectTasks(send Event, conns map[string][]span) expectation {
 
 func (j *judge) expectIn(mode string, send Event, conns map[string][]span) expectation {
 	var certain, maybe []string
-	for _, user := range sortedKeys(j.members[send.Room]) {
+	for _, user := range j.roomUsers(send.Room) {
 		m := j.members[send.Room][user]
 		switch {
 		case m.owes(send.Seq):
