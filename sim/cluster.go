@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime/pprof"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -449,6 +450,16 @@ func (c *Cluster) record(ev model.Event) {
 	}
 	c.hist.Events = append(c.hist.Events, ev)
 	c.histOut.write(historyLine{Type: "event", Event: &ev})
+}
+
+// reserveEvents makes room for n more events: every action ends in one.
+// Grown by append instead, a dense run's events were copied again and
+// again, each copy's predecessor left to the collector while the run's
+// memory was at its highest.
+func (c *Cluster) reserveEvents(n int) {
+	c.histMu.Lock()
+	defer c.histMu.Unlock()
+	c.hist.Events = slices.Grow(c.hist.Events, n)
 }
 
 // recordDelivery adds a delivery to the history's compact delivery log

@@ -234,6 +234,7 @@ func runInBubble(cfg Config, res *Result) {
 	for _, a := range wl.Actions {
 		c.Do(a)
 	}
+	c.reserveEvents(len(wl.Actions))
 	c.StartChaos(res.Faults)
 	c.runSampled(cfg.Duration, cfg.SampleEvery)
 	if err := c.Liveness(); err != nil {
