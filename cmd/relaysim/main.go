@@ -70,5 +70,7 @@ commands:
   mutants run the bug catalog: each mutant must be caught by its property
 
 Run 'relaysim <command> -h' for the flags of a command.
+Exit codes: 0 every property held, 1 a property was violated, 2 bad usage,
+3 a harness error (the run could not finish: it judged nothing).
 `)
 }
