@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -90,4 +91,25 @@ func TestPrintedCommandsKeepTheOverlay(t *testing.T) {
 	f := newRunFlags("equiv", &bytes.Buffer{})
 	require.NoError(t, f.parse([]string{"-seed", "0x3", "-users", "5"}))
 	assert.Equal(t, "go run -overlay=/tmp/m/overlay.json ./cmd/relaysim equiv -seed 0x3 -users=5", equivCommand(f))
+}
+
+// run and equiv print the summary line just before their last line, and
+// it says what the last line says.
+func TestRunAndEquivPrintTheSummaryLine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildRunner(t)
+	small := []string{"-seed", "0x1", "-nodes", "2", "-users", "3", "-rooms", "1", "-duration", "1s", "-drain", "5s"}
+	for _, cmd := range []string{"run", "equiv"} {
+		out, err := exec.Command(bin, append([]string{cmd}, small...)...).Output()
+		require.NoError(t, err, "%s", out)
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		require.GreaterOrEqual(t, len(lines), 2)
+		s, ok := mutants.ParseSummary(lines[len(lines)-2])
+		require.True(t, ok, "%s: line before the last: %q", cmd, lines[len(lines)-2])
+		_, hash, _ := strings.Cut(lines[len(lines)-1], ": ")
+		assert.Equal(t, mutants.Summary{Summary: "ok", Exit: 0, Command: cmd, Seed: "0x1", Mode: map[string]string{"run": "bulk", "equiv": "all"}[cmd],
+			Violations: []string{}, TraceHash: hash}, s, cmd)
+	}
 }
