@@ -166,7 +166,9 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 	// keeping it (the banner shows the lines around the evidence); not from
 	// inside a bubble (OnLeftovers).
 	report := func(res *sim.Result, rerun bool) int {
-		out.close(res, stderr)
+		if err := out.close(res, stderr); err != nil && res.Err == nil {
+			res.Err = err // the history asked for is not whole: exitHarness
+		}
 		summary(stdout, res)
 		if res.Failed() {
 			shown := res
@@ -225,11 +227,12 @@ func openOutputs(f *runFlags) (*runOutputs, error) {
 	return o, nil
 }
 
-// close stops the CPU profile, writes the trace and flushes the history;
-// what fails is said on stderr (the run's verdict stands).
-func (o *runOutputs) close(res *sim.Result, stderr io.Writer) {
+// close stops the CPU profile, writes the trace and flushes the history.
+// A trace it cannot write is said on stderr; a history it cannot finish is
+// returned (the run's record is incomplete).
+func (o *runOutputs) close(res *sim.Result, stderr io.Writer) error {
 	if o.closed {
-		return
+		return nil
 	}
 	o.closed = true
 	o.stopProfile()
@@ -238,15 +241,17 @@ func (o *runOutputs) close(res *sim.Result, stderr io.Writer) {
 			fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
 		}
 	}
-	if o.history != nil {
-		err := o.buf.Flush()
-		if cerr := o.history.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "relaysim: write history: %v\n", err)
-		}
+	if o.history == nil {
+		return nil
 	}
+	err := o.buf.Flush()
+	if cerr := o.history.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write history: %w", err)
+	}
+	return nil
 }
 
 func summary(w io.Writer, r *sim.Result) {

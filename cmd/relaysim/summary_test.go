@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -112,4 +113,25 @@ func TestRunAndEquivPrintTheSummaryLine(t *testing.T) {
 		assert.Equal(t, mutants.Summary{Summary: "ok", Exit: 0, Command: cmd, Seed: "0x1", Mode: map[string]string{"run": "bulk", "equiv": "all"}[cmd],
 			Violations: []string{}, TraceHash: hash}, s, cmd)
 	}
+}
+
+// A run whose history cannot be written is a harness error (exit 3), not
+// a violation: it found none, and the record asked for is not whole.
+func TestHistoryWriteFailureIsAHarnessError(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	bin := buildRunner(t)
+	out, err := exec.Command(bin, "run", "-seed", "3", "-nodes", "2", "-users", "3", "-duration", "1s", "-drain", "3s", "-history", "/dev/full").Output()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, out)
+	assert.Equal(t, exitHarness, exit.ExitCode())
+	s, ok := mutants.ParseSummary(string(out))
+	require.True(t, ok, "%s", out)
+	assert.Equal(t, "harness-error", s.Summary)
+	assert.Empty(t, s.Violations)
+	assert.Contains(t, s.Error, "write history")
 }
