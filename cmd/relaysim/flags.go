@@ -37,9 +37,25 @@ func parseFlags(fs *flag.FlagSet, args []string, stdout io.Writer) error {
 // errHelp is the -h a command answered by printing its usage.
 var errHelp = flag.ErrHelp
 
-// printUsage writes the command's every flag with its default.
+// synopses are the commands' command lines, for -h.
+var synopses = map[string]string{
+	"run":         "run -seed 0x2a -mode single|bulk|stream [flags]",
+	"replay":      "replay -seed 0x2a -mode single|bulk|stream [flags]   (the same as run)",
+	"equiv":       "equiv -seed 0x2a [run flags]",
+	"sweep":       "sweep -seeds 1-200 -mode single|bulk|stream|both|all [-j N] [-shard i/n | -shards N] [-junit FILE] [run flags]",
+	"report":      "report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]",
+	"mutants":     "mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]",
+	"junit-merge": "junit-merge -o all.xml|- junit-1.xml junit-2.xml ... (or 'junit-*.xml')",
+}
+
+// printUsage writes the command's synopsis and every flag with its
+// default.
 func printUsage(fs *flag.FlagSet, w io.Writer) {
-	fmt.Fprintf(w, "usage: relaysim %s [flags]\n\nflags:\n", fs.Name())
+	syn, ok := synopses[fs.Name()]
+	if !ok {
+		syn = fs.Name() + " [flags]"
+	}
+	fmt.Fprintf(w, "usage: relaysim %s\n\nflags:\n", syn)
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fs.SetOutput(io.Discard)
