@@ -145,11 +145,21 @@ type Row struct {
 	Senders     []int   `json:"senders_per_node"`
 	TraceHash   string  `json:"trace_hash"`
 	WallSeconds float64 `json:"-"`
-	// Pool is the most tasks running on one node's workers at once since
-	// the previous sample (1 s apart, from the start of the load; largest
-	// node), as Peak.
-	Pool []int `json:"-"`
+	// Pool is, for each second from the start of the load on, the most
+	// tasks running at once on the workers of the node that ran most
+	// (counted as Peak): a per-second peak, not a level.
+	Pool []PoolSecond `json:"-"`
 }
+
+// PoolSecond is the peak of busy workers over the second that ends At
+// (virtual time since the load started), on the busiest node.
+type PoolSecond struct {
+	At   time.Duration
+	Busy int
+}
+
+// pool is the seed's executor: core 30, max 200, queue 1000, keep-alive 60 s.
+var pool = system.ExecutorConfig{Core: 30, Max: 200, Queue: 1000, KeepAlive: 60 * time.Second}
 
 // Actions builds the workload of a condition as the seed ran it: a room
 // of room members spread evenly over the nodes (member i on node i mod 3),
@@ -215,7 +225,7 @@ func Config(o Options, mode system.Mode, users int, actions []sim.Action, load t
 	cfg.Duration = warmUp + load
 	cfg.Drain = o.Drain
 	cfg.Bounds = sim.NoFaults()
-	cfg.Executor = system.ExecutorConfig{Core: 30, Max: 200, Queue: 1000, KeepAlive: 60 * time.Second}
+	cfg.Executor = pool
 	cfg.OutboxSize = system.DefaultConfig().OutboxSize
 	cfg.SampleEvery = time.Second
 	cfg.Actions = actions
@@ -338,9 +348,10 @@ func measure(o Options, c Condition, mode system.Mode, as []sim.Action, res *sim
 // taskRate computes the seed's Tasks/s: the rate of finished executor
 // tasks (all nodes) over 10 s windows ending at the samples, averaged over
 // the windows that lie inside the load; the busy workers over time (the
-// largest node's PeakRunning per sample, from the start of the load); and
-// the peak of busy workers on any node over the run.
-func taskRate(samples []model.Sample, tc *taskClock, load time.Duration) (float64, []int, int) {
+// largest node's PeakRunning per sample, from the first second of the load
+// on: the sample taken when the load starts covers the warm-up's last
+// second); and the peak of busy workers on any node over the run.
+func taskRate(samples []model.Sample, tc *taskClock, load time.Duration) (float64, []PoolSecond, int) {
 	busy := map[time.Duration]int{}
 	var times []time.Duration
 	peak := 0
@@ -352,10 +363,10 @@ func taskRate(samples []model.Sample, tc *taskClock, load time.Duration) (float6
 		peak = max(peak, s.PeakRunning)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-	var pools []int
+	var pools []PoolSecond
 	for _, t := range times {
-		if t >= warmUp {
-			pools = append(pools, busy[t])
+		if t > warmUp {
+			pools = append(pools, PoolSecond{At: t - warmUp, Busy: busy[t]})
 		}
 	}
 	window := 10 * time.Second // the seed's rate(...[10s])

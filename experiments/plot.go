@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -21,9 +22,9 @@ var (
 	colSeedB  = color.RGBA{R: 150, G: 180, B: 240, A: 255}
 )
 
-// Plot writes the report's charts to dir as PNG and SVG: the busy workers
-// (Row.Pool) over virtual time (single vs bulk, one panel per condition, as in the
-// seed), Tasks/s per condition, latency percentiles, and the Scenario 2
+// Plot writes the report's charts to dir as PNG and SVG: the peak of busy
+// workers per second (Row.Pool) over virtual time (single vs bulk, one
+// panel per condition, as in the seed), Tasks/s per condition, latency percentiles, and the Scenario 2
 // curve. It returns the files written.
 func Plot(rep Report, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -85,19 +86,22 @@ func Plot(rep Report, dir string) ([]string, error) {
 	return files, nil
 }
 
-// poolPanel is one condition: the largest node's busy workers (peak per
-// sample) over virtual time,
-// single and bulk, on the seed's fixed y range.
+// poolPanel is one condition: the busiest node's peak of busy workers in
+// each second over virtual time, single and bulk, on the seed's fixed y
+// range, with the pool's core and max as reference lines.
 func poolPanel(rows []Row) (*plot.Plot, error) {
 	p := plot.New()
 	p.Title.Text = rows[0].Condition
 	p.X.Label.Text = "virtual time since load start (s)"
-	p.Y.Label.Text = "busy workers, largest node"
+	p.Y.Label.Text = "peak busy workers per second, busiest node"
 	p.Y.Min, p.Y.Max = 0, 210
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
+	end := 0.0
 	for _, r := range rows {
 		pts := make(plotter.XYs, len(r.Pool))
-		for i, v := range r.Pool {
-			pts[i].X, pts[i].Y = float64(i+1), float64(v)
+		for i, s := range r.Pool {
+			pts[i].X, pts[i].Y = s.At.Seconds(), float64(s.Busy)
+			end = max(end, pts[i].X)
 		}
 		if len(pts) == 0 {
 			continue
@@ -115,8 +119,49 @@ func poolPanel(rows []Row) (*plot.Plot, error) {
 		p.Add(l)
 		p.Legend.Add(r.Mode, l)
 	}
+	for _, ref := range []struct {
+		name string
+		at   int
+	}{{"max", pool.Max}, {"core", pool.Core}} {
+		if err := referenceLine(p, ref.name, float64(ref.at), end); err != nil {
+			return nil, err
+		}
+	}
 	p.Legend.Top = true
+	p.Legend.YOffs = -12 * vg.Millimeter // below the max line
 	return p, nil
+}
+
+// referenceLine draws a thin grey dotted horizontal line at y across
+// [0, end], named in the legend ("max 200"): the legend sits over the
+// drain, where nothing else is drawn.
+func referenceLine(p *plot.Plot, name string, y, end float64) error {
+	if end <= 0 {
+		return nil
+	}
+	l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: y}, {X: end, Y: y}})
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width = color.Gray{Y: 120}, vg.Points(1)
+	l.Dashes = []vg.Length{vg.Points(1), vg.Points(2)}
+	p.Add(l)
+	p.Legend.Add(fmt.Sprintf("%s %d", name, int(y)), l)
+	return nil
+}
+
+// plainTicks are gonum's default ticks with labels in the fewest digits
+// that say them (7500, 0.5), not a common precision (7500.00).
+type plainTicks struct{}
+
+func (plainTicks) Ticks(min, max float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
 }
 
 // barChart groups per condition: ours single, seed single, ours bulk, seed bulk.
@@ -124,6 +169,7 @@ func barChart(title, unit string, rows []Row, val func(Row) (ours, seed float64)
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = unit
+	p.Y.Tick.Marker = plainTicks{}
 	var names []string
 	series := map[string]plotter.Values{}
 	for _, r := range rows {
@@ -160,6 +206,7 @@ func scenario2Chart(rows []Fanout) (*plot.Plot, error) {
 	p.Title.Text = "Scenario 2: bulk relay to 3 remote nodes"
 	p.X.Label.Text = "relay pool size (workers)"
 	p.Y.Label.Text = "fan-out time, mean (ms)"
+	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
 	cols := []color.Color{colSingle, colBulk, color.RGBA{G: 140, B: 60, A: 255}}
 	for i, u := range usersOf(rows) {
 		var ours, seed plotter.XYs

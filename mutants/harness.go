@@ -85,12 +85,13 @@ func Run(ctx context.Context, o Options, ms []*Mutant, jobs int) []Result {
 }
 
 // Report writes one row per mutant (SECONDS: searching, from the end of
-// the build to the verdict; BUILD: compiling the mutant), then what each mutant that was not
+// the build to the verdict; BUILD: compiling the mutant; HASH: the failing
+// run's trace hash, which its REPLAY command prints again), then what each mutant that was not
 // caught showed, and as its last line "mutants: <n> caught: <k>". It
 // returns k.
 func Report(w io.Writer, rs []Result) int {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "MUTANT\tVERDICT\tPROPERTY\tSECONDS\tBUILD\tRUNS\tSHRUNK\tREPLAY")
+	fmt.Fprintln(tw, "MUTANT\tVERDICT\tPROPERTY\tSECONDS\tBUILD\tRUNS\tSHRUNK\tHASH\tREPLAY")
 	caught := 0
 	for _, r := range rs {
 		if r.Verdict.Kind == Caught {
@@ -100,7 +101,11 @@ func Report(w io.Writer, rs []Result) int {
 		if replay == "" {
 			replay = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%d\t%s\t%s\n", r.Mutant.Name, r.Verdict, r.Mutant.Property, r.Seconds-r.Build, r.Build, r.Runs, r.Shrunk, replay)
+		hash := strings.ReplaceAll(r.TraceHash, " ", ",") // equiv: one per mode
+		if hash == "" {
+			hash = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%d\t%s\t%s\t%s\n", r.Mutant.Name, r.Verdict, r.Mutant.Property, r.Seconds-r.Build, r.Build, r.Runs, r.Shrunk, hash, replay)
 	}
 	tw.Flush()
 	for _, r := range rs {

@@ -1,6 +1,8 @@
 package mutants
 
 import (
+	"encoding/json"
+	"fmt"
 	"go/parser"
 	"go/token"
 	"os"
@@ -134,6 +136,48 @@ func TestJudge(t *testing.T) {
 	}
 }
 
+// A relaysim run is judged by its exit code and its summary line: the
+// banner's text decides nothing, even when it names the property.
+func TestJudgeRun(t *testing.T) {
+	sum := func(class string, exit int, props string, errText string) string {
+		return fmt.Sprintf(`{"summary":%q,"exit":%d,"command":"run","seed":"0x1","mode":"bulk","violations":[%s],"error":%q,"trace_hash":"ab"}`+"\ntrace-hash: ab\n", class, exit, props, errText)
+	}
+	banner := "violated: no-loss: room r1 seq 3: lost\n"
+	cases := []struct {
+		name, prop string
+		o          Outcome
+		want       string
+	}{
+		{"caught", "no-loss", Outcome{Output: banner + sum("violation", 1, `"no-loss"`, ""), Failed: true, Exit: 1}, "caught"},
+		{"caught, second property", "exactly-once", Outcome{Output: sum("violation", 1, `"no-loss","exactly-once"`, ""), Failed: true, Exit: 1}, "caught"},
+		{"other property", "exactly-once", Outcome{Output: banner + sum("violation", 1, `"no-loss"`, ""), Failed: true, Exit: 1}, "other:no-loss"},
+		{"banner text alone names nothing", "no-loss", Outcome{Output: banner + sum("violation", 1, `"exactly-once"`, ""), Failed: true, Exit: 1}, "other:exactly-once"},
+		{"passed", "no-loss", Outcome{Output: sum("ok", 0, "", "")}, "survived"},
+		{"harness error", "no-loss", Outcome{Output: sum("harness-error", 3, "", "bubble: deadlock"), Failed: true, Exit: 3}, "crash"},
+		{"died without a summary", "no-loss", Outcome{Output: banner + "panic: boom\ngoroutine 1", Failed: true, Exit: 2}, "crash"},
+		{"summary disagrees with the exit code", "no-loss", Outcome{Output: sum("violation", 1, `"no-loss"`, ""), Failed: true, Exit: 2}, "crash"},
+		{"hung", "no-loss", Outcome{Output: banner, Failed: true, Exit: -1, TimedOut: true}, "crash"},
+	}
+	for _, c := range cases {
+		c.o.Structured = true
+		if got := Judge(c.prop, c.o); got.String() != c.want {
+			t.Errorf("%s: got %s (%s), want %s", c.name, got, got.Evidence, c.want)
+		}
+	}
+}
+
+func TestParseSummary(t *testing.T) {
+	out := "result: FAIL\n" + `{"summary":"violation","exit":1,"violations":["a"],"trace_hash":"x"}` + "\n" +
+		`{"summary":"violation","exit":1,"violations":["b","c"],"trace_hash":"y"}` + "\ntrace-hash: y\n"
+	s, ok := ParseSummary(out)
+	if !ok || s.TraceHash != "y" || strings.Join(s.Violations, ",") != "b,c" {
+		t.Errorf("got %+v, %v; want the last line's", s, ok)
+	}
+	if _, ok := ParseSummary("panic: boom\n"); ok {
+		t.Error("no summary line: want false")
+	}
+}
+
 func TestSelect(t *testing.T) {
 	var all []*Mutant
 	for _, n := range []string{"a", "b", "c", "d", "e"} {
@@ -168,5 +212,40 @@ func TestSelect(t *testing.T) {
 	}
 	if _, err := Select(all, []string{"zz"}, ""); err == nil {
 		t.Error("unknown name: want an error")
+	}
+}
+
+// The overlay adds a file to the mutated package that names the overlay,
+// so that every binary built with the mutant prints replay commands that
+// build it again (cmd/relaysim goRun reads OverlayEnv).
+func TestApplyAddsTheOverlayNote(t *testing.T) {
+	root := t.TempDir()
+	require := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	require(os.MkdirAll(filepath.Join(root, "system"), 0o755))
+	orig := filepath.Join(root, "system", "a.go")
+	require(os.WriteFile(orig, []byte("package system\n\nfunc f() int { return 1 }\n"), 0o644))
+	m := &Mutant{Name: "apply-test-" + filepath.Base(root), File: "system/a.go", Find: "return 1", Replace: "return 2"}
+	t.Cleanup(func() { os.RemoveAll(Dir(m.Name)) })
+	overlay, err := Apply(root, m)
+	require(err)
+	js, err := os.ReadFile(overlay)
+	require(err)
+	var o struct{ Replace map[string]string }
+	require(json.Unmarshal(js, &o))
+	note := filepath.Join(root, "system", "zz_mutant_overlay.go")
+	if len(o.Replace) != 2 || o.Replace[orig] == "" || o.Replace[note] == "" {
+		t.Fatalf("overlay %s: want the mutated file and %s", js, note)
+	}
+	src, err := os.ReadFile(o.Replace[note])
+	require(err)
+	f, err := parser.ParseFile(token.NewFileSet(), note, src, 0)
+	require(err)
+	if f.Name.Name != "system" || !strings.Contains(string(src), fmt.Sprintf("os.Setenv(%q, %q)", OverlayEnv, overlay)) {
+		t.Errorf("added file:\n%s", src)
 	}
 }

@@ -3,8 +3,10 @@ package mutants
 import (
 	"context"
 	"flag"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -39,18 +41,42 @@ func TestReplayCommand(t *testing.T) {
 		t.Fatalf("%s: %s (%s); want caught with a trace hash", ms[0].Name, res.Verdict, res.Verdict.Evidence)
 	}
 	t.Logf("report says: %s (trace-hash %s)", res.Replay, res.TraceHash)
-	cmd := exec.Command("sh", "-c", res.Replay)
+	// The table's command, then the command the banner it prints names:
+	// each, pasted into a shell without the harness's environment, builds
+	// the mutant again and fails the same way with the same hash.
+	cmd := res.Replay
+	for _, who := range []string{"the table's replay", "the banner's replay"} {
+		s := pasted(t, root, who, cmd)
+		if s.TraceHash != res.TraceHash {
+			t.Fatalf("%s ran differently: trace-hash %q, want %q", who, s.TraceHash, res.TraceHash)
+		}
+		if !slices.Contains(s.Violations, ms[0].Property) {
+			t.Errorf("%s did not fail %s: %+v", who, ms[0].Property, s)
+		}
+		cmd = s.Replay
+	}
+}
+
+// pasted runs a printed command in a shell, as a developer would, and
+// returns its summary line.
+func pasted(t *testing.T, root, who, command string) Summary {
+	t.Helper()
+	t.Logf("%s: %s", who, command)
+	cmd := exec.Command("sh", "-c", command)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, OverlayEnv+"=") })
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err == nil {
-		t.Fatalf("the pasted replay command passed:\n%s", out)
+		t.Fatalf("%s passed:\n%s", who, tail(string(out), 40))
 	}
-	if got := lastValue(string(out), "trace-hash: "); got != res.TraceHash {
-		t.Fatalf("the replay ran differently: trace-hash %q, want %q\n%s", got, res.TraceHash, tail(string(out), 40))
+	s, ok := ParseSummary(string(out))
+	if !ok {
+		t.Fatalf("%s printed no summary line:\n%s", who, tail(string(out), 40))
 	}
-	if !strings.Contains(string(out), "violated: "+ms[0].Property+":") {
-		t.Errorf("the replay did not fail %s:\n%s", ms[0].Property, tail(string(out), 40))
+	if got := lastValue(string(out), "trace-hash: "); got != s.TraceHash {
+		t.Errorf("%s: last line says trace-hash %q, its summary %q", who, got, s.TraceHash)
 	}
+	return s
 }
 
 func tail(s string, n int) string {

@@ -119,6 +119,7 @@ func (r *run) sweep(ctx context.Context) {
 				r.survived()
 				return
 			}
+			oc.Structured = true
 			r.res.Runs++
 			if oc.Failed || oc.TimedOut {
 				r.failedRun(oc, job)
@@ -134,12 +135,13 @@ func (r *run) sweep(ctx context.Context) {
 // failedRun judges a failed sweep run and keeps its replay command.
 func (r *run) failedRun(oc Outcome, job []string) {
 	r.res.Verdict = Judge(r.m.Property, oc)
+	if s, ok := ParseSummary(oc.Output); ok {
+		r.res.TraceHash = s.TraceHash
+	}
 	if job[0] == "equiv" {
-		r.res.TraceHash = lastValue(oc.Output, "equiv-hashes: ")
 		r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim equiv %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
 		return
 	}
-	r.res.TraceHash = lastValue(oc.Output, "trace-hash: ")
 	r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim replay %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
 }
 
@@ -229,7 +231,15 @@ func (r *run) attempt(ctx context.Context, dir, name string, args ...string) (oc
 	if timedOut && budgetBound {
 		return Outcome{}, true
 	}
-	return Outcome{Output: out, Failed: err != nil, TimedOut: timedOut}, false
+	code := 0
+	if err != nil {
+		code = -1
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			code = exit.ExitCode()
+		}
+	}
+	return Outcome{Output: out, Failed: err != nil, Exit: code, TimedOut: timedOut}, false
 }
 
 // command runs name with args in dir and returns its combined output.
@@ -239,7 +249,7 @@ func (r *run) command(ctx context.Context, dir, name string, args ...string) (st
 	cmd.Dir = dir
 	// The suite's own banners add the overlay to the replay commands they
 	// print (scenarios.overlayArg), so that those build the mutant too.
-	cmd.Env = append(os.Environ(), "RELAYSIM_OVERLAY="+r.overlay)
+	cmd.Env = append(os.Environ(), OverlayEnv+"="+r.overlay)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()

@@ -1,6 +1,7 @@
 package mutants
 
 import (
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,9 +22,20 @@ const (
 type Outcome struct {
 	Output     string
 	Failed     bool // the command exited non-zero
+	Exit       int  // its exit code (-1 when killed)
 	TimedOut   bool // killed at its time limit
 	BuildError bool
+	// Structured: the command is relaysim's run, replay or equiv, which
+	// says its verdict in its exit code and its summary line (Summary);
+	// the other suites (go test) are judged by their text.
+	Structured bool
 }
+
+// Exit codes of relaysim (cmd/relaysim/summary.go).
+const (
+	exitViolation = 1
+	exitHarness   = 3
+)
 
 // Verdict is the judgement of a suite's outcome against a mutant.
 type Verdict struct {
@@ -66,6 +78,9 @@ func Judge(property string, o Outcome) Verdict {
 	if o.BuildError {
 		return Verdict{Kind: BuildError, Evidence: firstLine(o.Output, "")}
 	}
+	if o.Structured {
+		return judgeRun(property, o)
+	}
 	props := Violated(o.Output)
 	if o.Failed && !o.TimedOut {
 		if slices.Contains(props, property) {
@@ -92,6 +107,53 @@ func Judge(property string, o Outcome) Verdict {
 	// A failure that names no property and shows no crash: still not
 	// caught, and worth a look.
 	return Verdict{Kind: Other, Props: []string{"unnamed"}, Evidence: firstLine(o.Output, "FAIL")}
+}
+
+// judgeRun judges a relaysim run by its exit code (the class) and its
+// summary line (the properties): caught when it exited 1 naming property.
+// The banner's text is only quoted as evidence.
+func judgeRun(property string, o Outcome) Verdict {
+	if o.TimedOut {
+		return Verdict{Kind: Crash, Evidence: "hung: killed at the run's time limit"}
+	}
+	s, ok := ParseSummary(o.Output)
+	switch {
+	case !ok && !o.Failed:
+		return Verdict{Kind: Crash, Evidence: "exit 0 without a summary line"}
+	case !ok:
+		// The process died before its verdict: a panic, a fatal error.
+		for _, sign := range crashSigns {
+			if strings.Contains(o.Output, sign) {
+				return Verdict{Kind: Crash, Evidence: firstLine(o.Output, sign)}
+			}
+		}
+		return Verdict{Kind: Crash, Evidence: fmt.Sprintf("exit %d without a summary line: %s", o.Exit, firstLine(o.Output, ""))}
+	case s.Exit != o.Exit:
+		return Verdict{Kind: Crash, Evidence: fmt.Sprintf("the summary line says exit %d, the process exited %d", s.Exit, o.Exit)}
+	}
+	switch o.Exit {
+	case 0:
+		return Verdict{Kind: Survived}
+	case exitViolation:
+		if slices.Contains(s.Violations, property) {
+			return Verdict{Kind: Caught, Evidence: evidence(o.Output, property)}
+		}
+		if len(s.Violations) == 0 {
+			return Verdict{Kind: Crash, Evidence: "exit 1 with no violated property in its summary line"}
+		}
+		return Verdict{Kind: Other, Props: s.Violations, Evidence: evidence(o.Output, s.Violations[0])}
+	case exitHarness:
+		return Verdict{Kind: Crash, Evidence: "harness error: " + s.Error}
+	}
+	return Verdict{Kind: Crash, Evidence: fmt.Sprintf("exit %d: %s", o.Exit, s.Error)}
+}
+
+// evidence is the banner line of a violated property, or its name.
+func evidence(out, property string) string {
+	if l := firstLine(out, "violated: "+property+":"); l != "" {
+		return l
+	}
+	return "violated: " + property
 }
 
 // firstLine returns the first line of out containing sub (the first

@@ -139,7 +139,11 @@ func (n *Node) newServer() *grpc.Server {
 	relaypb.RegisterChatServer(s, &chatServer{n: n})
 	relaypb.RegisterRelayServer(s, &relayServer{n: n})
 	hs := health.NewServer()
-	hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	// The server as a whole ("") and each service by its name, which is
+	// what a client or a probe (grpc-health-probe -service) asks for.
+	for _, name := range []string{"", relaypb.Chat_ServiceDesc.ServiceName, relaypb.Relay_ServiceDesc.ServiceName} {
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
 	healthpb.RegisterHealthServer(s, hs)
 	reflection.Register(s)
 	return s

@@ -215,6 +215,9 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 	}
 	logger.Printf("node %s serving on %s (advertised as %s), mode %s, protocol v%d, epoch %d",
 		o.node, lis.Addr(), cfg.Advertise, node.Mode(), node.Protocol(), node.Epoch())
+	if note := modeNote(o, node.Mode(), node.Protocol()); note != "" {
+		logger.Print(note)
+	}
 	if o.userSecret == "" {
 		logger.Printf("node %s: no -user-secret: clients are not authenticated (any client may act as any user)", o.node)
 	}
@@ -225,6 +228,16 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 	node.Stop(stopCtx)
 	logger.Printf("node %s stopped", o.node)
 	return nil
+}
+
+// modeNote says, when the protocol a node speaks caps the mode it was
+// given (a v1 node relays in single mode whatever -mode says), which mode
+// it really runs; "" when it runs the one it was given.
+func modeNote(o options, running system.Mode, protocol int) string {
+	if running == o.mode {
+		return ""
+	}
+	return fmt.Sprintf("node %s: -mode %s needs protocol v%d, this node speaks v%d: it relays in %s mode", o.node, o.mode, o.mode.Protocol(), protocol, running)
 }
 
 // advertiseAddr is -advertise, or else the listen address, with the actual

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -17,24 +16,30 @@ import (
 // prints both runs' replay commands. The last line is
 // "equiv-hashes: <single> <bulk>".
 func cmdEquiv(args []string, stdout, stderr io.Writer) int {
-	f := newRunFlags("equiv", stderr)
+	f := newRunFlags("equiv", stdout)
 	f.fs.Lookup("mode").Usage = "ignored: equiv runs every mode"
 	if err := f.parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "relaysim equiv: %v\n", err)
-		fmt.Fprintln(stderr, "usage: relaysim equiv -seed 0x2a [run flags]")
-		return exitUsage
+		return usageError(stderr, "equiv", err)
 	}
 	runs, vs := sim.Equivalence(nil, f.cfg)
-	failed := len(vs) > 0
-	var hashes, replays []string
+	code := exitOK
+	if len(vs) > 0 {
+		code = exitFail
+	}
+	var hashes, replays, errs []string
+	var all []model.Violation
 	for _, r := range runs {
 		summary(stdout, r)
 		if r.Failed() {
-			failed = true
 			fmt.Fprint(stdout, Banner(r, replayCalm(f, r)))
+		}
+		code = worse(code, exitCode(r))
+		all = append(all, r.Violations...)
+		if e := runError(r); e != "" {
+			errs = append(errs, string(r.Config.Mode)+": "+e)
 		}
 		hashes = append(hashes, r.TraceHash)
 		replays = append(replays, replayCalm(f, r))
@@ -52,11 +57,39 @@ func cmdEquiv(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "replay:  %s\n", r)
 		}
 	}
-	fmt.Fprintf(stdout, "equiv-hashes: %s\n", strings.Join(hashes, " "))
-	if failed {
-		return exitFail
+	s := runSummary{Summary: classOf(code), Exit: code, Command: "equiv", Seed: f.cfg.Seed.String(), Mode: "all",
+		Violations: propertiesOf(append(all, vs...)), Error: strings.Join(errs, "; "), TraceHash: strings.Join(hashes, " ")}
+	if code != exitOK {
+		s.Replay = equivCommand(f)
 	}
-	return exitOK
+	writeSummary(stdout, s)
+	fmt.Fprintf(stdout, "equiv-hashes: %s\n", strings.Join(hashes, " "))
+	return code
+}
+
+// worse is the exit code of two verdicts together: a violation outranks a
+// harness error, which outranks a pass.
+func worse(a, b int) int {
+	rank := func(c int) int {
+		switch c {
+		case exitOK:
+			return 0
+		case exitFail:
+			return 2
+		}
+		return 1
+	}
+	if rank(b) > rank(a) {
+		return b
+	}
+	return a
+}
+
+// equivCommand runs the whole equivalence check again.
+func equivCommand(f *runFlags) string {
+	cmd := strings.Replace(replayCommand(f), " replay ", " equiv ", 1)
+	cmd = strings.Replace(cmd, " -mode "+string(f.cfg.Mode), "", 1)
+	return strings.TrimSuffix(cmd, " -trace trace.txt")
 }
 
 // replayCalm replays one mode's calm run.

@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/xml"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -232,14 +231,13 @@ func readJUnit(path string) ([]junitSuite, error) {
 // says how many cases failed. Exit 0 whatever failed (the shards carry
 // their verdicts), 1 when a file cannot be read or written.
 func cmdJUnitMerge(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("junit-merge", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("junit-merge")
 	out := fs.String("o", "", "write the merged report here, - for stdout (required)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageError(stderr, "junit-merge", err)
 	}
 	files, err := expandGlobs(fs.Args())
 	if *out == "" || len(files) == 0 || err != nil {

@@ -16,7 +16,7 @@ import (
 	"os"
 )
 
-// Exit codes.
+// Exit codes (exitHarness, and what each means for a run: summary.go).
 const (
 	exitOK    = 0
 	exitFail  = 1
@@ -53,8 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "relaysim: unknown command %q\n", args[0])
-	usage(stderr)
+	fmt.Fprintf(stderr, "relaysim: unknown command %q (relaysim help lists the commands)\n", args[0])
 	return exitUsage
 }
 
@@ -71,5 +70,7 @@ commands:
   mutants run the bug catalog: each mutant must be caught by its property
 
 Run 'relaysim <command> -h' for the flags of a command.
+Exit codes: 0 every property held, 1 a property was violated, 2 bad usage,
+3 a harness error (the run could not finish: it judged nothing).
 `)
 }

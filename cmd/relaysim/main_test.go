@@ -30,12 +30,22 @@ func TestUsageErrors(t *testing.T) {
 		{"bad pool", []string{"run", "-core", "9", "-max", "4"}, "bad pool sizes"},
 		{"bad channels", []string{"run", "-channels", "-1"}, "channels per peer must be"},
 		{"unknown scheduler", []string{"run", "-scheduler", "fifo"}, `unknown scheduler "fifo"`},
-		{"unknown flag", []string{"run", "-colour"}, "flag provided but not defined"},
+		{"unknown flag", []string{"run", "-colour"}, "relaysim run: no flag -colour (relaysim run -h lists the flags)"},
+		{"mistyped flag", []string{"run", "-nodse", "3"}, "no flag -nodse (did you mean -nodes?)"},
+		{"duration without a unit", []string{"run", "-duration", "5"}, `-duration "5": want a duration such as 5s`},
+		{"bad number", []string{"replay", "-users", "many"}, `-users "many": want a whole number`},
+		{"bad bool", []string{"equiv", "-faults=maybe"}, `-faults "maybe": want true or false`},
+		{"flag without its value", []string{"run", "-seed"}, "-seed needs a value"},
+		{"sweep's singular seed", []string{"sweep", "-seed", "0x2a"}, "a sweep takes -seeds A-B (-seeds 0x2a for that one seed)"},
+		{"sweep unknown flag", []string{"sweep", "-sedes", "1-3"}, "no flag -sedes (did you mean -seeds?)"},
+		{"report unknown flag", []string{"report", "axis-a", "-plt", "x"}, "no flag -plt (did you mean -plot?)"},
+		{"mutants bad budget", []string{"mutants", "-budget", "3"}, `-budget "3": want a duration`},
+		{"junit-merge unknown flag", []string{"junit-merge", "-out", "x"}, "no flag -out"},
 		{"stray argument", []string{"run", "extra"}, `unexpected argument "extra"`},
 		{"sweep bad range", []string{"sweep", "-seeds", "9-3"}, "A <= B"},
 		{"sweep bad shard", []string{"sweep", "-shard", "3/2"}, "want i/n"},
 		{"sweep bad jobs", []string{"sweep", "-j", "0"}, "-j must be at least 1"},
-		{"sweep bad mode", []string{"sweep", "-mode", "fast"}, `unknown mode "fast"`},
+		{"sweep bad mode", []string{"sweep", "-mode", "fast"}, `unknown mode "fast": want single, bulk, stream, both (single and bulk) or all`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer
@@ -43,7 +53,25 @@ func TestUsageErrors(t *testing.T) {
 			assert.Equal(t, exitUsage, code)
 			assert.Contains(t, errb.String(), tc.want)
 			assert.Empty(t, out.String(), "bad usage must not start a run")
+			if len(tc.args) > 1 {
+				assert.Equal(t, 1, strings.Count(errb.String(), "\n"), "one line, not the flag list:\n%s", errb.String())
+			}
 		})
+	}
+}
+
+// -h is not an error: the command's every flag, on stdout, exit 0.
+func TestHelpFlagPrintsTheFlags(t *testing.T) {
+	for _, cmd := range []string{"run", "replay", "equiv", "sweep", "report", "mutants", "junit-merge"} {
+		var out, errb bytes.Buffer
+		assert.Equal(t, exitOK, run([]string{cmd, "-h"}, &out, &errb), cmd)
+		assert.Contains(t, out.String(), "usage: relaysim "+cmd, cmd)
+		assert.Empty(t, errb.String(), cmd)
+	}
+	var out bytes.Buffer
+	run([]string{"sweep", "-h"}, &out, &bytes.Buffer{})
+	for _, flag := range []string{"-seeds", "-shard", "-duration", "-max-crashes"} {
+		assert.Contains(t, out.String(), flag)
 	}
 }
 
@@ -89,8 +117,9 @@ func TestRunPrintsStableTraceHash(t *testing.T) {
 	dir := t.TempDir()
 	last := lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "both", "-j", "2", "-junit", filepath.Join(dir, "w.xml"))
 	assert.Equal(t, "seeds: 6 failed: 0", last)
-	last = lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "bulk", "-equiv=false", "-j", "2", "-isolate", "-junit", filepath.Join(dir, "p.xml"))
-	assert.Equal(t, "seeds: 2 failed: 0", last)
+	out, err := exec.Command(bin, "sweep", "-seeds", "1-2", "-mode", "bulk", "-equiv=false", "-j", "2", "-isolate", "-junit", filepath.Join(dir, "p.xml")).Output()
+	require.NoError(t, err)
+	assert.Equal(t, "sweep: 2 seeds x 1 runs (bulk) = 2 runs; failed: 0 seeds, 0 runs\nseeds: 2 failed: 0\n", string(out))
 
 	// A job run by a worker process, after other jobs in that process,
 	// prints what the command run alone prints: the same trace hashes.

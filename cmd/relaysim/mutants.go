@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,18 +19,17 @@ import (
 // names. The last line is "mutants: <n> caught: <k>"; exit 1 when any
 // mutant was not caught.
 func cmdMutants(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("mutants", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("mutants")
 	only := fs.String("only", "", "run only these mutants (comma-separated names)")
 	budget := fs.Duration("budget", 3*time.Minute, "per mutant: how long the suite may look for the bug")
 	list := fs.Bool("list", false, "list the catalog and exit")
 	jobs := fs.Int("j", 1, "mutants run in parallel (seconds to catch grow with it)")
 	rotate := fs.String("rotate", "", "run only part i of n of the selection (i/n), for CI")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageError(stderr, "mutants", err)
 	}
 	all, err := mutants.Catalog()
 	if err != nil {

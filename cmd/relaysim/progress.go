@@ -8,7 +8,7 @@ import (
 )
 
 // progress reports a sweep's progress on stderr. On a terminal it keeps
-// one line up to date in place (seeds done, failed, seeds/s, ETA); anywhere
+// one line up to date in place (runs done, failed, runs/s, ETA); anywhere
 // else (a CI log, a file) it prints a plain line at every 5% with counts
 // only, so logs stay short and the same from run to run.
 type progress struct {
@@ -60,7 +60,7 @@ func (p *progress) line() string {
 	} else if p.finished == p.total {
 		eta = "0s"
 	}
-	return fmt.Sprintf("%s: %d/%d seeds, %d failed, %.1f seeds/s, ETA %s", p.label, p.finished, p.total, p.failed, rate, eta)
+	return fmt.Sprintf("%s: %d/%d runs, %d failed, %.1f runs/s, ETA %s", p.label, p.finished, p.total, p.failed, rate, eta)
 }
 
 // finish ends the terminal's line.

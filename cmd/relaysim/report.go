@@ -1,7 +1,7 @@
 package main
 
 import (
-	"flag"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,8 +13,7 @@ import (
 // cmdReport runs the seeds' experiments on the calibrated cost model and
 // prints their tables (Markdown, or JSON rows), optionally with charts.
 func cmdReport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("report")
 	asJSON := fs.Bool("json", false, "print JSON rows instead of Markdown tables")
 	plot := fs.String("plot", "", "write PNG and SVG charts to this directory")
 	o := experiments.Full()
@@ -25,15 +24,14 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		what, args = args[0], args[1:]
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		return exitUsage
+		return usageError(stderr, "report", err)
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "relaysim report: unexpected argument %q\nusage: relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]\n", fs.Arg(0))
-		return exitUsage
+		return usageError(stderr, "report", fmt.Errorf("unexpected argument %q: want relaysim report axis-a|axis-b|scenario1|scenario2|all [flags]", fs.Arg(0)))
 	}
 	if isTerminal(os.Stderr) {
 		start := time.Now()

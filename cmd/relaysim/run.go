@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/relaysim/relaysim/mutants"
 	"github.com/relaysim/relaysim/sim"
 	"github.com/relaysim/relaysim/system"
 )
@@ -31,12 +32,13 @@ type runFlags struct {
 	cpuprof   string
 	memprof   string
 	history   string
+	usage     io.Writer // where -h prints the flags
 }
 
-func newRunFlags(name string, stderr io.Writer) *runFlags {
-	f := &runFlags{fs: flag.NewFlagSet(name, flag.ContinueOnError), cfg: sim.DefaultConfig()}
+// newRunFlags defines the run flags; -h prints them to usage.
+func newRunFlags(name string, usage io.Writer) *runFlags {
+	f := &runFlags{fs: newFlagSet(name), usage: usage, cfg: sim.DefaultConfig()}
 	fs := f.fs
-	fs.SetOutput(stderr)
 	c := &f.cfg
 	fs.StringVar(&f.seed, "seed", "0x2a", "root seed, hex (0x2a) or decimal")
 	fs.StringVar(&f.mode, "mode", "bulk", "relay mode: single, bulk or stream (capped per pair of nodes by the protocol versions both speak)")
@@ -75,7 +77,7 @@ func newRunFlags(name string, stderr io.Writer) *runFlags {
 
 // parse reads args into a validated config.
 func (f *runFlags) parse(args []string) error {
-	if err := f.fs.Parse(args); err != nil {
+	if err := parseFlags(f.fs, args, f.usage); err != nil {
 		return err
 	}
 	if f.fs.NArg() > 0 {
@@ -148,19 +150,25 @@ func (f *runFlags) tiny() {
 }
 
 func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
-	f := newRunFlags(name, stderr)
+	f := newRunFlags(name, stdout)
 	if err := f.parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
+		return usageError(stderr, name, err)
+	}
+	out, err := openOutputs(f)
+	if err != nil {
 		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
-		fmt.Fprintf(stderr, "usage: relaysim %s -seed 0x2a -mode single|bulk|stream [flags]; -h lists the flags\n", name)
 		return exitUsage
 	}
 	// rerun: a failed run that did not keep its whole trace runs again
 	// keeping it (the banner shows the lines around the evidence); not from
 	// inside a bubble (OnLeftovers).
 	report := func(res *sim.Result, rerun bool) int {
+		if err := out.close(res, stderr); err != nil && res.Err == nil {
+			res.Err = err // the history asked for is not whole: exitHarness
+		}
 		summary(stdout, res)
 		if res.Failed() {
 			shown := res
@@ -169,31 +177,15 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprint(stdout, Banner(shown, replayCommand(f)))
 		}
+		code := exitCode(res)
+		printSummary(stdout, name, res, code, replayCommand(f))
 		fmt.Fprintf(stdout, "trace-hash: %s\n", res.TraceHash)
-		if res.Failed() {
-			return exitFail
-		}
-		return exitOK
+		return code
 	}
 	// Goroutines left after teardown make synctest abort the process with
-	// a dump of every goroutine: report readably and exit first.
+	// a dump of every goroutine: report readably (profile, trace and
+	// history written first: that run is the one to inspect) and exit.
 	f.cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res, false)) }
-	stopProfile, err := startProfiles(f.cpuprof, f.memprof, &f.cfg)
-	if err != nil {
-		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
-		return exitUsage
-	}
-	if f.history != "" {
-		hf, err := os.Create(f.history)
-		if err != nil {
-			fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
-			return exitUsage
-		}
-		defer hf.Close()
-		bw := bufio.NewWriterSize(hf, 1<<16)
-		defer bw.Flush()
-		f.cfg.History = bw
-	}
 	var res *sim.Result
 	if f.cfg.Scheduler == "exhaustive" {
 		var n int
@@ -203,13 +195,63 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 	} else {
 		res = sim.Run(nil, f.cfg)
 	}
-	stopProfile()
-	if f.trace != "" && res.Trace != nil {
-		if err := os.WriteFile(f.trace, []byte(res.Trace.Text()), 0o644); err != nil {
+	return report(res, true)
+}
+
+// runOutputs are a run's files: CPU profile, trace and history. close
+// finishes them all, once, on every way out of a run, the leftover
+// goroutines' os.Exit included.
+type runOutputs struct {
+	stopProfile func()
+	trace       string
+	history     *os.File
+	buf         *bufio.Writer
+	closed      bool
+}
+
+// openOutputs starts the profiles and opens the history file of f.
+func openOutputs(f *runFlags) (*runOutputs, error) {
+	o := &runOutputs{trace: f.trace}
+	var err error
+	if o.stopProfile, err = startProfiles(f.cpuprof, f.memprof, &f.cfg); err != nil {
+		return nil, err
+	}
+	if f.history != "" {
+		if o.history, err = os.Create(f.history); err != nil {
+			o.stopProfile()
+			return nil, err
+		}
+		o.buf = bufio.NewWriterSize(o.history, 1<<16)
+		f.cfg.History = o.buf
+	}
+	return o, nil
+}
+
+// close stops the CPU profile, writes the trace and flushes the history.
+// A trace it cannot write is said on stderr; a history it cannot finish is
+// returned (the run's record is incomplete).
+func (o *runOutputs) close(res *sim.Result, stderr io.Writer) error {
+	if o.closed {
+		return nil
+	}
+	o.closed = true
+	o.stopProfile()
+	if o.trace != "" && res.Trace != nil {
+		if err := os.WriteFile(o.trace, []byte(res.Trace.Text()), 0o644); err != nil {
 			fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
 		}
 	}
-	return report(res, true)
+	if o.history == nil {
+		return nil
+	}
+	err := o.buf.Flush()
+	if cerr := o.history.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write history: %w", err)
+	}
+	return nil
 }
 
 func summary(w io.Writer, r *sim.Result) {
@@ -264,13 +306,26 @@ func replayCommand(f *runFlags) string {
 			parts = append(parts, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 		}
 	})
-	overlay := ""
-	if o := os.Getenv("RELAYSIM_OVERLAY"); o != "" {
-		overlay = " -overlay=" + o
-	}
-	cmd := fmt.Sprintf("go run%s ./cmd/relaysim replay -seed %s -mode %s", overlay, f.cfg.Seed, f.cfg.Mode)
+	cmd := fmt.Sprintf("%s ./cmd/relaysim replay -seed %s -mode %s", goRun(), f.cfg.Seed, f.cfg.Mode)
 	if len(parts) > 0 {
 		cmd += " " + strings.Join(parts, " ")
 	}
 	return cmd + " -trace trace.txt"
+}
+
+// goRun is "go run" with the overlay of the catalog mutant this binary was
+// built with, if any (mutants.Apply: a mutant build sets RELAYSIM_OVERLAY
+// when it starts), so that a printed command builds the same code.
+func goRun() string {
+	if o := os.Getenv(mutants.OverlayEnv); o != "" {
+		return "go run -overlay=" + o
+	}
+	return "go run"
+}
+
+// set reports whether the command line set the flag.
+func set(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(fl *flag.Flag) { found = found || fl.Name == name })
+	return found
 }

@@ -22,6 +22,7 @@ type sweepJob struct {
 	mode string
 	hash string
 	ok   bool
+	code int // the run's exit code (exitHarness for a hang or a crash)
 	out  string
 	wall time.Duration
 }
@@ -42,12 +43,15 @@ type sweepSpec struct {
 	seeds string
 	jobs  []*sweepJob
 	extra []string // the run flags the user set, passed to every job
+	// nseeds seeds of perSeed runs each (modes: their names).
+	nseeds, perSeed int
+	modes           string
 }
 
 // parseSweep reads a sweep's flags, and its shard from getenv when no
 // -shard is given (resolveShard).
-func parseSweep(args []string, getenv func(string) string, stderr io.Writer) (*sweepSpec, error) {
-	f := newRunFlags("sweep", stderr)
+func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sweepSpec, error) {
+	f := newRunFlags("sweep", usage)
 	seeds := f.fs.String("seeds", "1-100", "seed range A-B (inclusive; hex or decimal)")
 	var o sweepOpts
 	f.fs.IntVar(&o.jobs, "j", runtime.GOMAXPROCS(0), "runs in parallel (worker processes); default the CPUs this process may use (a container's CPU limit included)")
@@ -58,15 +62,24 @@ func parseSweep(args []string, getenv func(string) string, stderr io.Writer) (*s
 	f.fs.BoolVar(&o.isolate, "isolate", false, "run every job in a fresh process of its own (slower; the way sweeps ran before worker processes)")
 	equiv := f.fs.Bool("equiv", true, "also run each seed's calm variant in every mode and compare deliveries (mode equivalence)")
 	f.fs.Lookup("mode").Usage = "relay mode: single, bulk, stream, both (single and bulk) or all"
-	if err := f.fs.Parse(args); err != nil {
+	f.fs.Lookup("seed").Usage = "not a sweep flag: a sweep runs -seeds (-seeds 0x2a runs one seed)"
+	if err := parseFlags(f.fs, args, usage); err != nil {
 		return nil, err
+	}
+	if set(f.fs, "seed") {
+		// run's flag, defined here only because sweep shares run's flags:
+		// ignoring it would sweep the default range instead.
+		return nil, fmt.Errorf("-seed is run's flag; a sweep takes -seeds A-B (-seeds %s for that one seed)", f.seed)
 	}
 	modes := []string{f.mode}
 	switch f.mode {
+	case "single", "bulk", "stream":
 	case "both":
 		modes, f.mode = []string{"single", "bulk"}, "bulk"
 	case "all":
 		modes, f.mode = []string{"single", "bulk", "stream"}, "bulk"
+	default:
+		return nil, fmt.Errorf("unknown mode %q: want single, bulk, stream, both (single and bulk) or all", f.mode)
 	}
 	if err := f.parse(nil); err != nil { // validates the rest
 		return nil, err
@@ -84,7 +97,15 @@ func parseSweep(args []string, getenv func(string) string, stderr io.Writer) (*s
 	case o.timeout <= 0:
 		return nil, fmt.Errorf("-job-timeout must be positive, got %s", o.timeout)
 	}
-	sp := &sweepSpec{o: o, seeds: *seeds, extra: passThrough(f.fs)}
+	sp := &sweepSpec{o: o, seeds: *seeds, extra: passThrough(f.fs), perSeed: len(modes)}
+	if *equiv {
+		sp.perSeed++
+	}
+	sp.modes = strings.Join(modes, ", ")
+	if *equiv {
+		sp.modes += ", equiv"
+	}
+	sp.nseeds = len(shardSeeds(lo, hi, o.shard))
 	for _, s := range shardSeeds(lo, hi, o.shard) {
 		for _, m := range modes {
 			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m})
@@ -97,18 +118,19 @@ func parseSweep(args []string, getenv func(string) string, stderr io.Writer) (*s
 }
 
 // cmdSweep runs many seeds in worker processes (worker.go) and lists the
-// failing ones with their replay commands. The last line is
-// "seeds: <runs> failed: <k>"; stdout depends only on the arguments.
-// Progress and speed go to stderr.
+// failing ones with their replay commands. The line before the last
+// counts seeds and runs apart; the last line is "seeds: <runs> failed:
+// <failed runs>" (its words predate the distinction; tools parse it as it
+// is). stdout depends only on the arguments; progress and speed go to
+// stderr. Exit 1 when a run violated a property, else 3 when a run hung or
+// crashed (summary.go), else 0.
 func cmdSweep(args []string, stdout, stderr io.Writer) int {
-	sp, err := parseSweep(args, os.Getenv, stderr)
+	sp, err := parseSweep(args, os.Getenv, stdout)
 	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, errHelp) {
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "relaysim sweep: %v\n", err)
-		fmt.Fprintln(stderr, "usage: relaysim sweep -seeds 1-200 -mode single|bulk|stream|both|all [-j N] [-shard i/n | -shards N] [-junit FILE] [run flags]")
-		return exitUsage
+		return usageError(stderr, "sweep", err)
 	}
 	all, o, extra := sp.jobs, sp.o, sp.extra
 	start := time.Now()
@@ -121,21 +143,46 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 			return exitFail
 		}
 	}
-	failed := 0
 	for _, j := range all {
 		if !j.ok {
-			failed++
 			fmt.Fprintf(stdout, "FAIL seed=%s mode=%s trace-hash=%s\n  replay: %s\n", j.seed, j.mode, j.hash, j.replay(extra))
 			if line := lastViolation(j.out); line != "" {
 				fmt.Fprintf(stdout, "  %s\n", line)
 			}
 		}
 	}
-	fmt.Fprintf(stdout, "seeds: %d failed: %d\n", len(all), failed)
-	if failed > 0 {
-		return exitFail
+	return sp.verdict(stdout)
+}
+
+// verdict prints a finished sweep's counts, seeds and runs apart, then
+// the last line, and returns the sweep's exit code.
+func (sp *sweepSpec) verdict(stdout io.Writer) int {
+	failed, code := 0, exitOK
+	badSeeds := map[sim.Seed]bool{}
+	for _, j := range sp.jobs {
+		if !j.ok {
+			failed++
+			badSeeds[j.seed] = true
+			code = worse(code, j.code)
+		}
 	}
-	return exitOK
+	if len(sp.jobs) == 0 {
+		// Legitimate (an Indexed Job with more shards than seeds), but
+		// never silent: a green job that ran nothing looks like coverage.
+		fmt.Fprintf(stdout, "sweep: %s\n", sp.emptyNote())
+	}
+	fmt.Fprintf(stdout, "sweep: %d seeds x %d runs (%s) = %d runs; failed: %d seeds, %d runs\n",
+		sp.nseeds, sp.perSeed, sp.modes, len(sp.jobs), len(badSeeds), failed)
+	fmt.Fprintf(stdout, "seeds: %d failed: %d\n", len(sp.jobs), failed)
+	if code != exitOK && code != exitFail {
+		code = exitHarness // a hung job, or a crash the Go runtime exited 2 for
+	}
+	return code
+}
+
+// emptyNote says why a sweep has nothing to run.
+func (sp *sweepSpec) emptyNote() string {
+	return fmt.Sprintf("shard %s of -seeds %s holds no seed: nothing ran (shard i/n takes every n-th seed of the range from the i-th)", sp.o.shard, sp.seeds)
 }
 
 // coresUsed is how many cores a sweep of -j n can keep busy here.
@@ -238,7 +285,7 @@ func (j *sweepJob) args() []string {
 
 // replay is the command that runs the job again on its own.
 func (j *sweepJob) replay(extra []string) string {
-	cmd := "go run ./cmd/relaysim " + strings.Join(j.args(), " ") + joinArgs(extra)
+	cmd := goRun() + " ./cmd/relaysim " + strings.Join(j.args(), " ") + joinArgs(extra)
 	if j.mode == equivMode {
 		return cmd
 	}

@@ -170,7 +170,7 @@ func (w *worker) do(j *sweepJob) {
 			return
 		}
 		j.wall = r.Wall
-		j.record(r.Code == exitOK, r.Out)
+		j.record(r.Code, r.Out)
 	case <-timer.C:
 		w.stop(true)
 		j.wall = w.timeout
@@ -209,13 +209,18 @@ func (l *launcher) runJob(j *sweepJob) {
 			fmt.Sprintf("none (timed out after %s)", timeout))
 		return
 	}
-	j.record(err == nil, out.String())
+	if cmd.ProcessState == nil {
+		j.fail(fmt.Sprintf("start the job's process: %v", err), "none (did not start)")
+		return
+	}
+	j.record(cmd.ProcessState.ExitCode(), out.String())
 }
 
-// record reads a finished job's output: its trace hash (or, for equiv,
-// both), and whether it passed.
-func (j *sweepJob) record(ok bool, out string) {
-	j.out, j.ok, j.hash = out, ok, ""
+// record reads a finished job's exit code and output: its trace hash (or,
+// for equiv, every mode's), and whether it passed. Output without a hash
+// is a run that crashed: a harness error whatever its code.
+func (j *sweepJob) record(code int, out string) {
+	j.out, j.code, j.ok, j.hash = out, code, code == exitOK, ""
 	for l := range strings.Lines(out) {
 		l = strings.TrimRight(l, "\n")
 		if h, found := strings.CutPrefix(l, "trace-hash: "); found {
@@ -226,13 +231,16 @@ func (j *sweepJob) record(ok bool, out string) {
 		}
 	}
 	if j.hash == "" {
-		j.ok = false
+		j.ok, j.code = false, exitHarness
 		j.hash = "none (the run crashed)"
 	}
 }
 
-// fail marks j failed with a reason in place of output.
-func (j *sweepJob) fail(out, hash string) { j.ok, j.out, j.hash = false, out, hash }
+// fail marks j failed, a harness error (it hung, its process died), with a
+// reason in place of output.
+func (j *sweepJob) fail(out, hash string) {
+	j.ok, j.code, j.out, j.hash = false, exitHarness, out, hash
+}
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {

@@ -92,8 +92,8 @@ func TestProgress(t *testing.T) {
 	p.done(true)
 	p.done(false)
 	p.finish()
-	assert.Equal(t, "\rsweep 2/4: 1/4 seeds, 0 failed, 0.5 seeds/s, ETA 6s\x1b[K"+
-		"\rsweep 2/4: 2/4 seeds, 1 failed, 1.0 seeds/s, ETA 2s\x1b[K\n", b.String())
+	assert.Equal(t, "\rsweep 2/4: 1/4 runs, 0 failed, 0.5 runs/s, ETA 6s\x1b[K"+
+		"\rsweep 2/4: 2/4 runs, 1 failed, 1.0 runs/s, ETA 2s\x1b[K\n", b.String())
 
 	b.Reset()
 	p = newProgress(&b, 3, shard{1, 1})

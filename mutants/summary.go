@@ -1,0 +1,41 @@
+package mutants
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Summary is the JSON line `relaysim run`, `replay` and `equiv` print just
+// before their last line (cmd/relaysim/summary.go writes it). The catalog
+// reads a run's class from its exit code and the violated properties from
+// this line, never from the banner's text.
+type Summary struct {
+	Summary    string   `json:"summary"` // "ok", "violation" or "harness-error"
+	Exit       int      `json:"exit"`
+	Command    string   `json:"command"`
+	Seed       string   `json:"seed"`
+	Mode       string   `json:"mode"`
+	Violations []string `json:"violations"`
+	Error      string   `json:"error"`
+	TraceHash  string   `json:"trace_hash"`
+	Replay     string   `json:"replay"`
+}
+
+// summaryPrefix starts a summary line and nothing else a run prints.
+const summaryPrefix = `{"summary":`
+
+// ParseSummary returns the last summary line of out; false when there is
+// none (the process died before it could print one) or it does not parse.
+func ParseSummary(out string) (Summary, bool) {
+	var last string
+	for l := range strings.Lines(out) {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, summaryPrefix) {
+			last = l
+		}
+	}
+	var s Summary
+	if last == "" || json.Unmarshal([]byte(last), &s) != nil {
+		return Summary{}, false
+	}
+	return s, true
+}
