@@ -461,7 +461,7 @@ func cssName(s string) string {
 }
 
 var page = template.Must(template.New("timeline").Funcs(template.FuncMap{
-	"f": func(x float64) string { return fmt.Sprintf("%.1f", x) },
+	"f":   func(x float64) string { return fmt.Sprintf("%.1f", x) },
 	"add": func(a, b int) int { return a + b },
 	"sub": func(a, b float64) float64 { return a - b },
 }).Parse(pageHTML))
