@@ -1,0 +1,467 @@
+// Package timeline draws a run's history as one self-contained HTML page: a
+// lane per client, per node and for Redis on virtual time; client calls as
+// bars, deliveries as dots (filled: pushed live; hollow: from the room log),
+// relays as arrows between node lanes, faults as shaded spans on the lanes
+// they touch, and a violation's evidence marked in red and listed first.
+// Hovering a mark shows its trace line.
+//
+// It reads only model types (what the clients saw, the faults the harness
+// recorded, the violations the checkers found) and the run's trace text; it
+// never runs anything. The page loads nothing from the network: its style,
+// its script and its data are inline.
+package timeline
+
+import (
+	"cmp"
+	"fmt"
+	"html/template"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/relaysim/relaysim/model"
+)
+
+// Input is what a page is drawn from.
+type Input struct {
+	// Title heads the page, e.g. "relaysim run seed=0x2a mode=bulk".
+	Title string
+	// Command reproduces the run (the banner's replay line), if known.
+	Command string
+	// History is the run's history; Violations what the checkers found.
+	History    *model.History
+	Violations []model.Violation
+	// Trace is the run's trace, one line per element: a mark's TraceLine n
+	// shows Trace[n-1] on hover. Nil: marks show their event alone.
+	Trace []string
+}
+
+// Layout constants, in pixels.
+const (
+	laneH     = 26
+	laneGap   = 4
+	labelW    = 64
+	topPad    = 30
+	minWidth  = 1200
+	maxWidth  = 16000
+	pxPerSec  = 60.0
+	dotR      = 3.5
+	evidenceR = 6.0
+)
+
+// Write renders in as HTML to w.
+func Write(w io.Writer, in Input) error {
+	p, err := build(in)
+	if err != nil {
+		return err
+	}
+	return page.Execute(w, p)
+}
+
+// lane is one horizontal band of the drawing.
+type lane struct {
+	Name string
+	Kind string // "redis", "node" or "client"
+	Y    int
+}
+
+// mark is one drawn thing. Exactly one of its shapes applies: Bar (X..X2 on
+// a lane), Dot (at X on a lane), Arrow (X,Y to X2,Y2) or Span (a shaded
+// rectangle).
+type mark struct {
+	Shape    string // "bar", "dot", "arrow", "span", "tick"
+	Class    string
+	X, X2    float64
+	Y, Y2    int
+	H        int
+	Line     int    // trace line (0: none)
+	Text     string // what the mark is, shown on hover
+	Evidence bool
+}
+
+type view struct {
+	Title      string
+	Command    string
+	Summary    string
+	Violations []violationView
+	Lanes      []lane
+	Marks      []mark
+	Axis       []axisTick
+	Width      int
+	Height     int
+	FocusX     float64
+	Lines      map[int]string // trace lines the marks cite
+}
+
+type violationView struct {
+	Text  string
+	Lines []int
+}
+
+type axisTick struct {
+	X     float64
+	Label string
+}
+
+// scale maps virtual time to x.
+type scale struct {
+	end time.Duration
+	px  float64 // pixels per second
+}
+
+func (s scale) x(t time.Duration) float64 {
+	if t < 0 {
+		t = s.end
+	}
+	return float64(labelW) + t.Seconds()*s.px
+}
+
+func build(in Input) (*view, error) {
+	h := in.History
+	if h == nil {
+		return nil, fmt.Errorf("timeline: no history")
+	}
+	end := runEnd(h)
+	sc := scale{end: end, px: pxPerSec}
+	width := labelW + int(end.Seconds()*sc.px) + 40
+	if width < minWidth {
+		sc.px = float64(minWidth-labelW-40) / max(end.Seconds(), 0.001)
+		width = minWidth
+	}
+	if width > maxWidth {
+		sc.px = float64(maxWidth-labelW-40) / max(end.Seconds(), 0.001)
+		width = maxWidth
+	}
+	v := &view{Title: in.Title, Command: in.Command, Width: width, Lines: map[int]string{}}
+	ys := v.layLanes(h)
+	v.Height = topPad + len(v.Lanes)*(laneH+laneGap) + 20
+	evidence := map[int]bool{}
+	for _, viol := range in.Violations {
+		v.Violations = append(v.Violations, violationView{Text: viol.String(), Lines: viol.TraceLines})
+		for _, l := range viol.TraceLines {
+			evidence[l] = true
+		}
+	}
+	v.addFaults(h, sc, ys)
+	v.addCalls(h, sc, ys)
+	v.addDeliveries(h, sc, ys)
+	v.addAxis(sc, end)
+	focus := -1.0
+	for i := range v.Marks {
+		m := &v.Marks[i]
+		if m.Line > 0 && evidence[m.Line] {
+			m.Evidence = true
+			if focus < 0 || m.X < focus {
+				focus = m.X
+			}
+		}
+		if m.Line > 0 && m.Line <= len(in.Trace) {
+			v.Lines[m.Line] = in.Trace[m.Line-1]
+		}
+	}
+	// Evidence drawn last, so it sits on top of what it overlaps.
+	slices.SortStableFunc(v.Marks, func(a, b mark) int {
+		return cmp.Compare(b2i(a.Evidence), b2i(b.Evidence))
+	})
+	v.FocusX = max(focus-200, 0)
+	v.Summary = summary(h, in.Violations)
+	return v, nil
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// runEnd is the last instant anything in h happened.
+func runEnd(h *model.History) time.Duration {
+	var end time.Duration
+	for _, e := range h.Events {
+		end = max(end, e.Time)
+	}
+	h.EachDelivery(func(e model.Event) { end = max(end, e.Time) })
+	for _, f := range h.Faults {
+		end = max(end, f.From, f.To)
+	}
+	return end + time.Second/2
+}
+
+// layLanes orders the lanes: Redis, the nodes, the clients, each sorted by
+// name, and returns each lane's y by kind and name.
+func (v *view) layLanes(h *model.History) map[string]int {
+	nodes, users := map[string]bool{}, map[string]bool{}
+	note := func(e model.Event) {
+		if e.Node != "" {
+			nodes[e.Node] = true
+		}
+		if e.User != "" && e.Kind != model.KindSessionClosed {
+			users[e.User] = true
+		}
+	}
+	for _, e := range h.Events {
+		note(e)
+	}
+	h.EachDelivery(note)
+	for _, f := range h.Faults {
+		for _, n := range f.Nodes {
+			nodes[n] = true
+		}
+	}
+	ys := map[string]int{}
+	y := topPad
+	add := func(kind, name string) {
+		v.Lanes = append(v.Lanes, lane{Name: name, Kind: kind, Y: y})
+		ys[kind+"/"+name] = y
+		y += laneH + laneGap
+	}
+	add("redis", "redis")
+	for _, n := range sorted(nodes) {
+		add("node", n)
+	}
+	for _, u := range sorted(users) {
+		add("client", u)
+	}
+	return ys
+}
+
+func sorted(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (v *view) addFaults(h *model.History, sc scale, ys map[string]int) {
+	for _, f := range h.Faults {
+		var lanes []int
+		for _, n := range f.Nodes {
+			lanes = append(lanes, ys["node/"+n])
+		}
+		if f.User != "" {
+			if y, ok := ys["client/"+f.User]; ok {
+				lanes = append(lanes, y)
+			}
+		}
+		if f.Redis {
+			lanes = append(lanes, ys["redis/redis"])
+		}
+		text := faultText(f)
+		kind := string(f.Kind)
+		if f.Op {
+			for _, y := range lanes {
+				v.Marks = append(v.Marks, mark{Shape: "tick", Class: "fault op " + cssName(kind),
+					X: sc.x(f.From), Y: y, Line: f.TraceLine, Text: text})
+			}
+			continue
+		}
+		x1, x2 := sc.x(f.From), sc.x(f.To)
+		if x2-x1 < 2 {
+			x2 = x1 + 2
+		}
+		for _, y := range lanes {
+			v.Marks = append(v.Marks, mark{Shape: "span", Class: "fault " + cssName(kind),
+				X: x1, X2: x2, Y: y, H: laneH, Line: f.TraceLine, Text: text})
+		}
+	}
+}
+
+func faultText(f model.Fault) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fault %s", string(f.Kind))
+	if len(f.Nodes) > 0 {
+		fmt.Fprintf(&b, " %s", strings.Join(f.Nodes, "→"))
+	}
+	if f.User != "" {
+		fmt.Fprintf(&b, " %s", f.User)
+	}
+	if f.Redis {
+		b.WriteString(" (redis)")
+	}
+	if f.Msg != "" {
+		fmt.Fprintf(&b, " msg %s", f.Msg)
+	}
+	if f.Op {
+		fmt.Fprintf(&b, " at %s", clock(f.From))
+	} else if f.To < 0 {
+		fmt.Fprintf(&b, " from %s, never ended", clock(f.From))
+	} else {
+		fmt.Fprintf(&b, " %s–%s", clock(f.From), clock(f.To))
+	}
+	return b.String()
+}
+
+// sendKey names a message for the relay arrows.
+type sendKey struct {
+	room string
+	seq  uint64
+}
+
+type sendAt struct {
+	node string
+	t    time.Duration
+}
+
+func (v *view) addCalls(h *model.History, sc scale, ys map[string]int) {
+	for _, e := range h.Events {
+		y, ok := ys["client/"+e.User]
+		if !ok {
+			continue
+		}
+		switch e.Kind {
+		case model.KindDeliver, model.KindSessionClosed:
+			continue
+		case model.KindPanic:
+			v.Marks = append(v.Marks, mark{Shape: "tick", Class: "panic", X: sc.x(e.Time),
+				Y: ys["node/"+e.Node], Line: e.TraceLine, Text: "panic " + e.Err})
+			continue
+		}
+		inv := e.Invoked
+		if inv == 0 && e.InvokedLine == 0 {
+			inv = e.Time
+		}
+		x1, x2 := sc.x(inv), sc.x(e.Time)
+		if x2-x1 < 3 {
+			x2 = x1 + 3
+		}
+		cls := "call " + cssName(string(e.Kind))
+		if !e.OK && e.Kind != model.KindDisconnect {
+			cls += " failed"
+		}
+		v.Marks = append(v.Marks, mark{Shape: "bar", Class: cls, X: x1, X2: x2, Y: y + 6, H: laneH - 12,
+			Line: e.TraceLine, Text: callText(e)})
+		if e.Kind == model.KindSend && e.OK && e.Node != "" {
+			v.Marks = append(v.Marks, mark{Shape: "dot", Class: "accepted", X: x2, Y: ys["node/"+e.Node] + laneH/2,
+				Line: e.TraceLine, Text: fmt.Sprintf("%s sequenced %s#%d (%s) on %s", e.User, e.Room, e.Seq, e.MsgID, e.Node)})
+		}
+	}
+}
+
+func callText(e model.Event) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s", e.User, e.Kind)
+	if e.Room != "" {
+		fmt.Fprintf(&b, " %s", e.Room)
+	}
+	if e.MsgID != "" {
+		fmt.Fprintf(&b, " msg %s", e.MsgID)
+	}
+	if e.Node != "" {
+		fmt.Fprintf(&b, " on %s", e.Node)
+	}
+	switch {
+	case e.OK && e.Seq > 0:
+		fmt.Fprintf(&b, ": ok seq=%d", e.Seq)
+	case e.OK:
+		b.WriteString(": ok")
+	case e.Err != "":
+		fmt.Fprintf(&b, ": %s", e.Err)
+	}
+	if e.Duplicate {
+		b.WriteString(" (duplicate)")
+	}
+	if e.Vanish {
+		b.WriteString(" (vanished)")
+	}
+	if e.Tries > 1 {
+		fmt.Fprintf(&b, " after %d tries", e.Tries)
+	}
+	fmt.Fprintf(&b, " [%s–%s]", clock(e.Invoked), clock(e.Time))
+	return b.String()
+}
+
+func (v *view) addDeliveries(h *model.History, sc scale, ys map[string]int) {
+	sends := map[sendKey]sendAt{}
+	for _, e := range h.Events {
+		if e.Kind == model.KindSend && e.OK && !e.Duplicate {
+			if _, ok := sends[sendKey{e.Room, e.Seq}]; !ok {
+				sends[sendKey{e.Room, e.Seq}] = sendAt{e.Node, e.Time}
+			}
+		}
+	}
+	relayed := map[string]bool{}
+	h.EachDelivery(func(e model.Event) {
+		y, ok := ys["client/"+e.User]
+		if !ok {
+			return
+		}
+		cls, how := "deliver live", "live"
+		if e.FromLog {
+			cls, how = "deliver fromlog", "from the log"
+		}
+		x := sc.x(e.Time)
+		v.Marks = append(v.Marks, mark{Shape: "dot", Class: cls, X: x, Y: y + laneH/2, Line: e.TraceLine,
+			Text: fmt.Sprintf("%s got %s#%d (%s) on %s at %s, %s", e.User, e.Room, e.Seq, e.MsgID, e.Node, clock(e.Time), how)})
+		s, ok := sends[sendKey{e.Room, e.Seq}]
+		if !ok || e.FromLog || s.node == "" || s.node == e.Node {
+			return
+		}
+		k := fmt.Sprintf("%s#%d>%s", e.Room, e.Seq, e.Node)
+		if relayed[k] {
+			return
+		}
+		relayed[k] = true
+		v.Marks = append(v.Marks, mark{Shape: "arrow", Class: "relay", X: sc.x(s.t), Y: ys["node/"+s.node] + laneH/2,
+			X2: x, Y2: ys["node/"+e.Node] + laneH/2, Line: e.TraceLine,
+			Text: fmt.Sprintf("relay %s#%d %s → %s", e.Room, e.Seq, s.node, e.Node)})
+	})
+}
+
+func (v *view) addAxis(sc scale, end time.Duration) {
+	step := time.Second
+	for _, s := range []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second,
+		5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute} {
+		step = s
+		if s.Seconds()*sc.px >= 90 {
+			break
+		}
+	}
+	for t := time.Duration(0); t <= end; t += step {
+		v.Axis = append(v.Axis, axisTick{X: sc.x(t), Label: clock(t)})
+	}
+}
+
+func summary(h *model.History, vs []model.Violation) string {
+	var sends, delivered, faults int
+	for _, e := range h.Events {
+		if e.Kind == model.KindSend && e.OK {
+			sends++
+		}
+	}
+	h.EachDelivery(func(model.Event) { delivered++ })
+	faults = len(h.Faults)
+	verdict := "all properties hold"
+	if len(vs) > 0 {
+		verdict = model.Summarize(vs)
+	}
+	return fmt.Sprintf("mode %s · %d sends acked · %d deliveries · %d faults · %s", h.Mode, sends, delivered, faults, verdict)
+}
+
+// clock renders virtual time as mm:ss.mmm, as the trace does.
+func clock(t time.Duration) string {
+	if t < 0 {
+		return "end"
+	}
+	ms := t.Milliseconds()
+	return fmt.Sprintf("%02d:%02d.%03d", ms/60000, ms/1000%60, ms%1000)
+}
+
+// cssName keeps letters, digits and dashes of a kind, for a class name.
+func cssName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(s))
+}
+
+var page = template.Must(template.New("timeline").Funcs(template.FuncMap{
+	"f":   func(x float64) string { return fmt.Sprintf("%.1f", x) },
+	"add": func(a, b int) int { return a + b },
+	"sub": func(a, b float64) float64 { return a - b },
+}).Parse(pageHTML))
