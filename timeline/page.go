@@ -33,6 +33,11 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
 .fault { fill: #e57373; opacity: .22; } .fault.op { stroke: #c62828; stroke-width: 2; opacity: .9; }
 .panic { stroke: #000; stroke-width: 3; }
 .evidence { stroke: #d00000 !important; stroke-width: 3 !important; opacity: 1 !important; }
+.evidence2 { stroke: #ef8f00 !important; stroke-width: 2 !important; opacity: 1 !important; }
+.owed circle { fill: none; stroke: #d00000; stroke-width: 2; stroke-dasharray: 3 2; }
+.owed text { fill: #d00000; font-weight: bold; }
+.owed.other circle { stroke: #ef8f00; } .owed.other text { fill: #b86e00; font-weight: normal; }
+details { margin-top: 4px; } summary { cursor: pointer; color: #a00; }
 .evline { stroke: #d00000; stroke-dasharray: 4 3; stroke-width: 1; }
 .flash { animation: flash 1s 3; }
 @keyframes flash { 50% { opacity: .1; } }
@@ -45,9 +50,11 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
 <h1>{{.Title}}</h1>
 <div class="summary">{{.Summary}}</div>
 {{if .Command}}<div>replay: <span class="cmd">{{.Command}}</span></div>{{end}}
-{{if .Violations}}<div id="violations"><h2>Violations ({{len .Violations}})</h2><ol>
+{{if .Violations}}<div id="violations"><h2>Violations ({{add (len .Violations) (len .More)}})</h2><ol>
 {{range .Violations}}<li>{{.Text}}{{range .Lines}} <a data-goto="{{.}}">line {{.}}</a>{{end}}</li>
-{{end}}</ol></div>{{else}}<div class="ok">No violation: every property held.</div>{{end}}
+{{end}}</ol>{{if .More}}<details><summary>and {{len .More}} more</summary><ol start="6">
+{{range .More}}<li>{{.Text}}{{range .Lines}} <a data-goto="{{.}}">line {{.}}</a>{{end}}</li>
+{{end}}</ol></details>{{end}}</div>{{else}}<div class="ok">No violation: every property held.</div>{{end}}
 <div class="legend">
 <span><i class="sw" style="background:#4f7fcf"></i>send</span>
 <span><i class="sw" style="background:#6ab07a"></i>join</span>
@@ -64,13 +71,14 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
 <svg xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}">
 <defs><marker id="head" viewBox="0 0 6 6" refX="6" refY="3" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#7a93bd"/></marker></defs>
 {{range .Axis}}<line class="grid" x1="{{f .X}}" x2="{{f .X}}" y1="20" y2="{{$.Height}}"/><text x="{{f .X}}" y="14">{{.Label}}</text>
-{{end}}{{range .Lanes}}<rect class="lane-{{.Kind}}" x="0" y="{{.Y}}" width="{{$.Width}}" height="26"/><text x="4" y="{{add .Y 17}}">{{.Name}}</text>
-{{end}}{{range $i, $m := .Marks}}{{if eq .Shape "bar"}}<rect class="{{.Class}}{{if .Evidence}} evidence{{end}}" x="{{f .X}}" y="{{.Y}}" width="{{f (sub .X2 .X)}}" height="{{.H}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
-{{else if eq .Shape "dot"}}<circle class="{{.Class}}{{if .Evidence}} evidence{{end}}" cx="{{f .X}}" cy="{{.Y}}" r="{{if .Evidence}}6{{else}}3.5{{end}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
-{{else if eq .Shape "arrow"}}<line class="{{.Class}}{{if .Evidence}} evidence{{end}}" x1="{{f .X}}" y1="{{.Y}}" x2="{{f .X2}}" y2="{{.Y2}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
-{{else if eq .Shape "span"}}<rect class="{{.Class}}{{if .Evidence}} evidence{{end}}" x="{{f .X}}" y="{{.Y}}" width="{{f (sub .X2 .X)}}" height="{{.H}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
-{{else}}<line class="{{.Class}}{{if .Evidence}} evidence{{end}}" x1="{{f .X}}" x2="{{f .X}}" y1="{{.Y}}" y2="{{add .Y 26}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
-{{end}}{{if .Evidence}}<line class="evline" x1="{{f .X}}" x2="{{f .X}}" y1="20" y2="{{$.Height}}"/>
+{{end}}{{range .Lanes}}<rect class="lane-{{.Kind}}" x="0" y="{{.Y}}" width="{{$.Width}}" height="26"/><text class="lane-label" x="4" y="{{add .Y 17}}">{{.Name}}</text>
+{{end}}{{range $i, $m := .Marks}}{{if eq .Shape "bar"}}<rect class="{{.Class}}{{if eq .Evidence 1}} evidence{{else if eq .Evidence 2}} evidence2{{end}}" x="{{f .X}}" y="{{.Y}}" width="{{f (sub .X2 .X)}}" height="{{.H}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
+{{else if eq .Shape "dot"}}<circle class="{{.Class}}{{if eq .Evidence 1}} evidence{{else if eq .Evidence 2}} evidence2{{end}}" cx="{{f .X}}" cy="{{.Y}}" r="{{if .Evidence}}6{{else}}3.5{{end}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
+{{else if eq .Shape "arrow"}}<line class="{{.Class}}{{if eq .Evidence 1}} evidence{{else if eq .Evidence 2}} evidence2{{end}}" x1="{{f .X}}" y1="{{.Y}}" x2="{{f .X2}}" y2="{{.Y2}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
+{{else if eq .Shape "span"}}<rect class="{{.Class}}{{if eq .Evidence 1}} evidence{{else if eq .Evidence 2}} evidence2{{end}}" x="{{f .X}}" y="{{.Y}}" width="{{f (sub .X2 .X)}}" height="{{.H}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
+{{else if eq .Shape "owed"}}<g class="owed{{if eq .Evidence 2}} other{{end}}" data-l="0" data-t="{{.Text}}"><circle cx="{{f .X}}" cy="{{.Y}}" r="7" data-l="0" data-t="{{.Text}}"/><text x="{{f (sub .X -10)}}" y="{{add .Y -9}}">{{.Label}}</text></g>
+{{else}}<line class="{{.Class}}{{if eq .Evidence 1}} evidence{{else if eq .Evidence 2}} evidence2{{end}}" x1="{{f .X}}" x2="{{f .X}}" y1="{{.Y}}" y2="{{add .Y 26}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
+{{end}}{{if eq .Evidence 1}}<line class="evline" x1="{{f .X}}" x2="{{f .X}}" y1="20" y2="{{$.Height}}"/>
 {{end}}{{end}}</svg>
 </div>
 <div id="tip"></div>

@@ -70,14 +70,16 @@ type lane struct {
 // a lane), Dot (at X on a lane), Arrow (X,Y to X2,Y2) or Span (a shaded
 // rectangle).
 type mark struct {
-	Shape    string // "bar", "dot", "arrow", "span", "tick"
-	Class    string
-	X, X2    float64
-	Y, Y2    int
-	H        int
-	Line     int    // trace line (0: none)
-	Text     string // what the mark is, shown on hover
-	Evidence bool
+	Shape string // "bar", "dot", "arrow", "span", "tick"
+	Class string
+	X, X2 float64
+	Y, Y2 int
+	H     int
+	Line  int    // trace line (0: none)
+	Text  string // what the mark is, shown on hover
+	Label string // drawn beside the mark (owed marks)
+	// Evidence: 0 none, 1 the first violation's, 2 another's.
+	Evidence int
 }
 
 type view struct {
@@ -85,6 +87,7 @@ type view struct {
 	Command    string
 	Summary    string
 	Violations []violationView
+	More       []violationView // past shownViolations
 	Lanes      []lane
 	Marks      []mark
 	Axis       []axisTick
@@ -136,23 +139,35 @@ func build(in Input) (*view, error) {
 	v := &view{Title: in.Title, Command: in.Command, Width: width, Lines: map[int]string{}}
 	ys := v.layLanes(h)
 	v.Height = topPad + len(v.Lanes)*(laneH+laneGap) + 20
-	evidence := map[int]bool{}
-	for _, viol := range in.Violations {
-		v.Violations = append(v.Violations, violationView{Text: viol.String(), Lines: viol.TraceLines})
+	// The first violation's evidence is drawn strongest: a run may break
+	// a property hundreds of times, and the first is where to start.
+	evidence := map[int]int{} // trace line -> 1 (first violation) or 2
+	for i, viol := range in.Violations {
+		vv := violationView{Text: viol.String(), Lines: viol.TraceLines}
+		if i < shownViolations {
+			v.Violations = append(v.Violations, vv)
+		} else {
+			v.More = append(v.More, vv)
+		}
 		for _, l := range viol.TraceLines {
-			evidence[l] = true
+			if evidence[l] == 0 || i == 0 {
+				evidence[l] = min(i+1, 2)
+			}
 		}
 	}
 	v.addFaults(h, sc, ys)
 	v.addCalls(h, sc, ys)
 	v.addDeliveries(h, sc, ys)
 	v.addAxis(sc, end)
+	for i, viol := range in.Violations[:min(len(in.Violations), shownViolations)] {
+		v.addOwed(h, sc, ys, viol, min(i+1, 2))
+	}
 	focus := -1.0
 	for i := range v.Marks {
 		m := &v.Marks[i]
-		if m.Line > 0 && evidence[m.Line] {
-			m.Evidence = true
-			if focus < 0 || m.X < focus {
+		if m.Line > 0 && evidence[m.Line] > 0 {
+			m.Evidence = evidence[m.Line]
+			if m.Evidence == 1 && (focus < 0 || m.X < focus) {
 				focus = m.X
 			}
 		}
@@ -162,18 +177,35 @@ func build(in Input) (*view, error) {
 	}
 	// Evidence drawn last, so it sits on top of what it overlaps.
 	slices.SortStableFunc(v.Marks, func(a, b mark) int {
-		return cmp.Compare(b2i(a.Evidence), b2i(b.Evidence))
+		return cmp.Compare(rank(a.Evidence), rank(b.Evidence))
 	})
 	v.FocusX = max(focus-200, 0)
 	v.Summary = summary(h, in.Violations)
 	return v, nil
 }
 
-func b2i(b bool) int {
-	if b {
-		return 1
+// rank orders marks for drawing: plain ones, then other violations'
+// evidence, then the first violation's, on top.
+func rank(evidence int) int { return []int{0, 2, 1}[evidence] }
+
+// shownViolations is how many violations the page lists before "more".
+const shownViolations = 5
+
+// addOwed marks, on the lane of the user the violation names, where the
+// message it names was sequenced: the delivery that should follow it.
+func (v *view) addOwed(h *model.History, sc scale, ys map[string]int, viol model.Violation, evidence int) {
+	y, ok := ys["client/"+viol.User]
+	if !ok || viol.Room == "" || viol.Seq == 0 {
+		return
 	}
-	return 0
+	for _, e := range h.Events {
+		if e.Kind == model.KindSend && e.OK && e.Room == viol.Room && e.Seq == viol.Seq {
+			v.Marks = append(v.Marks, mark{Shape: "owed", Class: "owed", X: sc.x(e.Time), Y: y + laneH/2,
+				Text:  fmt.Sprintf("%s: %s#%d, sequenced here, as %s saw it", viol.Property, viol.Room, viol.Seq, viol.User),
+				Label: fmt.Sprintf("%s %s#%d", viol.Property, viol.Room, viol.Seq), Evidence: evidence})
+			return
+		}
+	}
 }
 
 // runEnd is the last instant anything in h happened.

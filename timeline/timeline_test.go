@@ -87,12 +87,9 @@ func hasClass(n *html.Node, c string) bool {
 func TestTimelineDrawsLanesMarksAndEvidence(t *testing.T) {
 	out, doc := render(t, story())
 
-	texts := find(doc, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == "text" })
 	var lanes []string
-	for _, n := range texts {
-		if n.FirstChild != nil && !strings.Contains(n.FirstChild.Data, ":") {
-			lanes = append(lanes, n.FirstChild.Data)
-		}
+	for _, n := range find(doc, func(n *html.Node) bool { return hasClass(n, "lane-label") }) {
+		lanes = append(lanes, n.FirstChild.Data)
 	}
 	assert.Equal(t, []string{"redis", "n1", "n2", "u1", "u2"}, lanes, "a lane for Redis, each node, each client, in order")
 
@@ -109,6 +106,10 @@ func TestTimelineDrawsLanesMarksAndEvidence(t *testing.T) {
 	assert.Len(t, find(doc, func(n *html.Node) bool { return hasClass(n, "relay") }), 1, "one relay arrow n1 -> n2")
 	assert.Len(t, find(doc, func(n *html.Node) bool { return hasClass(n, "failed") }), 1, "the failed join")
 	assert.NotEmpty(t, find(doc, func(n *html.Node) bool { return hasClass(n, "redis-outage") }), "the outage is a span")
+
+	owed := find(doc, func(n *html.Node) bool { return hasClass(n, "owed") })
+	require.Len(t, owed, 1, "where u2's r1#1 was owed is marked")
+	assert.Contains(t, attr(owed[0], "data-t"), "no-loss: r1#1, sequenced here, as u2 saw it")
 
 	viol := find(doc, func(n *html.Node) bool { return attr(n, "id") == "violations" })
 	require.Len(t, viol, 1)

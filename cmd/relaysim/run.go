@@ -32,6 +32,7 @@ type runFlags struct {
 	cpuprof   string
 	memprof   string
 	history   string
+	timeline  string
 	usage     io.Writer // where -h prints the flags
 }
 
@@ -47,6 +48,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.StringVar(&f.scheduler, "scheduler", "random", "scheduler: random, pct or exhaustive")
 	fs.StringVar(&f.trace, "trace", "", "write the whole trace to this file")
 	fs.StringVar(&f.history, "history", "", "write the run's history (client events, deliveries, faults, tasks, samples, room logs) to this file as JSON lines, streamed")
+	fs.StringVar(&f.timeline, "timeline", "", "write the run as a self-contained HTML timeline to this file (lanes per client, node and Redis; faults; the violation's evidence)")
 	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.memprof, "memprofile", "", "write a heap profile (taken at the end of the run, before its checks) to this file")
 	fs.StringVar(&f.cost, "cost", "swarm", "cost model: swarm (per-seed latencies) or calibrated (contended CPUs and Redis, BENCHMARKS.md)")
@@ -109,7 +111,7 @@ func (f *runFlags) parse(args []string) error {
 	if !f.faults || f.cfg.Calm {
 		f.cfg.Bounds = sim.NoFaults()
 	}
-	f.cfg.KeepTrace = f.trace != ""
+	f.cfg.KeepTrace = f.trace != "" || f.timeline != ""
 	if f.cfg.CPU, err = sim.CostByName(f.cost); err != nil {
 		return err
 	}
@@ -177,6 +179,9 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprint(stdout, Banner(shown, replayCommand(f)))
 		}
+		if out.timelineDone {
+			fmt.Fprintf(stdout, "timeline:    %s (open it in a browser)\n", f.timeline)
+		}
 		code := exitCode(res)
 		printSummary(stdout, name, res, code, replayCommand(f))
 		fmt.Fprintf(stdout, "trace-hash: %s\n", res.TraceHash)
@@ -207,11 +212,16 @@ type runOutputs struct {
 	history     *os.File
 	buf         *bufio.Writer
 	closed      bool
+	// timeline is the -timeline file; timelineDone says it was written.
+	timeline     string
+	timelineDone bool
+	title        string
+	replay       func() string
 }
 
 // openOutputs starts the profiles and opens the history file of f.
 func openOutputs(f *runFlags) (*runOutputs, error) {
-	o := &runOutputs{trace: f.trace}
+	o := &runOutputs{trace: f.trace, timeline: f.timeline, title: "relaysim " + f.fs.Name(), replay: func() string { return replayCommand(f) }}
 	var err error
 	if o.stopProfile, err = startProfiles(f.cpuprof, f.memprof, &f.cfg); err != nil {
 		return nil, err
@@ -239,6 +249,13 @@ func (o *runOutputs) close(res *sim.Result, stderr io.Writer) error {
 	if o.trace != "" && res.Trace != nil {
 		if err := os.WriteFile(o.trace, []byte(res.Trace.Text()), 0o644); err != nil {
 			fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
+		}
+	}
+	if o.timeline != "" && res.History != nil {
+		if err := writeTimeline(o.timeline, o.title, o.replay(), res); err != nil {
+			fmt.Fprintf(stderr, "relaysim: write timeline: %v\n", err)
+		} else {
+			o.timelineDone = true
 		}
 	}
 	if o.history == nil {
@@ -302,7 +319,7 @@ func ratio(x float64) string {
 func replayCommand(f *runFlags) string {
 	var parts []string
 	f.fs.Visit(func(fl *flag.Flag) {
-		if fl.Name != "seed" && fl.Name != "mode" && fl.Name != "trace" && fl.Name != "cpuprofile" && fl.Name != "memprofile" && fl.Name != "history" {
+		if fl.Name != "seed" && fl.Name != "mode" && fl.Name != "trace" && fl.Name != "cpuprofile" && fl.Name != "memprofile" && fl.Name != "history" && fl.Name != "timeline" {
 			parts = append(parts, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 		}
 	})
