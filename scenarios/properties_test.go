@@ -306,17 +306,12 @@ func (m *machine) slowClient(rt *rapid.T) {
 	m.inject(rt, sim.Fault{Kind: "slow", User: m.user(rt), For: d})
 }
 
-// inject applies a fault from a goroutine of its own (a restart passes
-// gates, which the driver must keep scheduling).
+// inject applies a fault through the cluster's control panel (Apply: a
+// goroutine of its own, since a restart passes gates the driver must keep
+// scheduling).
 func (m *machine) inject(rt *rapid.T, f sim.Fault) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.c.Sched.Gate("chaos", sim.KindChaos, fmt.Sprintf("%v %s", m.c.Now(), f))
-		m.c.Inject(f)
-	}()
-	if !m.c.Sched.Await(done, time.Minute) {
-		rt.Fatalf("fault %s did not complete within a minute of virtual time", f)
+	if err := m.c.Apply(f); err != nil {
+		rt.Fatalf("%v", err)
 	}
 }
 

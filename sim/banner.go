@@ -89,7 +89,7 @@ func TraceExcerpt(t *Trace, vs []model.Violation) (string, []string) {
 			break
 		}
 	}
-	if len(evidence) == 0 || !t.keep {
+	if len(evidence) == 0 || !t.Kept() {
 		return "last trace lines:", t.Tail(30)
 	}
 	first := evidence[0]
@@ -98,7 +98,7 @@ func TraceExcerpt(t *Trace, vs []model.Violation) (string, []string) {
 	for _, n := range evidence {
 		mark[n] = true
 	}
-	all := t.numbered()
+	all := t.Numbered()
 	var out []string
 	show := func(n int) {
 		if n < 1 || n > len(all) {
@@ -143,13 +143,13 @@ func firstWith(vs []model.Violation) model.Violation {
 // can show the lines around the evidence. If the hashes differ it returns
 // r with a note saying so (a determinism bug). t may be nil outside tests.
 func WholeTrace(t *testing.T, r *Result) *Result {
-	if !r.Failed() || r.Trace == nil || r.Trace.keep || firstWith(r.Violations).Property == "" {
+	if !r.Failed() || r.Trace == nil || r.Trace.Kept() || firstWith(r.Violations).Property == "" {
 		return r
 	}
 	cfg := r.Config
 	cfg.KeepTrace = true
 	if e := cfg.Exhaustive; e != nil {
-		cfg.Exhaustive = e.replay()
+		cfg.Exhaustive = e.Replay()
 	}
 	again := Run(t, cfg)
 	if again.TraceHash != r.TraceHash || again.Trace == nil {

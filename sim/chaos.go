@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 )
 
 // StartChaos injects the planned faults from their own goroutine (a
@@ -30,7 +31,7 @@ func (c *Cluster) StartChaos(plan []Fault) <-chan struct{} {
 			if !c.faults.on {
 				return
 			}
-			c.Sched.Gate("chaos", KindChaos, fmt.Sprintf("f%d %s", i+1, f.Kind))
+			c.Sched.Gate(dst.GateSpec{Node: "chaos", Kind: KindChaos, ID: fmt.Sprintf("f%d %s", i+1, f.Kind)})
 			c.Inject(f)
 		}
 	}()
@@ -176,9 +177,7 @@ func (c *Cluster) Liveness() error {
 	}
 	c.Net.Heal()
 	c.endFault("partition", "")
-	c.Sched.lock <- struct{}{}
-	c.Sched.pausedTo = map[string]time.Duration{}
-	<-c.Sched.lock
+	c.Sched.UnpauseAll()
 	c.Trace.Event(c.Now(), "chaos", "liveness: faults off, heal, restart, reconnect")
 	for i, sn := range c.nodes {
 		if !sn.up {
@@ -192,7 +191,7 @@ func (c *Cluster) Liveness() error {
 		}
 	}
 	for _, cl := range c.userList() {
-		node := int(hashString(cl.user) % uint64(len(c.nodes)))
+		node := int(dst.HashString(cl.user) % uint64(len(c.nodes)))
 		c.Do(Action{At: c.Now(), User: cl.user, Kind: ActConnect, Node: node})
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -165,7 +166,7 @@ func (cl *Client) run() {
 		cl.n++
 		id := fmt.Sprintf("a%d %s", cl.n, a.String()[len(cl.user)+1:])
 		cl.mu.Unlock()
-		cl.c.Sched.Gate(cl.user, KindClient, id)
+		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: id})
 		if cl.c.Trace.Frozen() {
 			return // teardown began while the action waited
 		}
@@ -293,7 +294,7 @@ func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, 
 			system.MDUser, cl.user, system.MDUserToken, cl.credential(a))
 		r, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
 		cancel()
-		cl.c.Sched.Gate(cl.user, KindRPCDone, fmt.Sprintf("a%d try%d", n, try))
+		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try%d", n, try)})
 		if err == nil || !clientRetryable(err) || cl.ctx.Err() != nil {
 			break
 		}
@@ -447,14 +448,14 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 	for {
 		d, err := stream.Recv()
 		if err != nil {
-			c.Sched.Gate(cl.user, KindClient, fmt.Sprintf("#%d end", cs.gen))
+			c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d end", cs.gen)})
 			cl.streamEnded(cs, err)
 			return
 		}
 		cl.mu.Lock()
 		slow := cl.slowUntil - c.Now()
 		cl.mu.Unlock()
-		c.Sched.GateDelay(cl.user, KindClient, fmt.Sprintf("#%d recv %s#%d", cs.gen, d.Room, d.Seq), max(slow, 0))
+		c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d recv %s#%d", cs.gen, d.Room, d.Seq), Extra: max(slow, 0)})
 		cl.mu.Lock()
 		dead := cs.vanished || cs.closing
 		if !dead && d.Seq > cl.cursors[d.Room] {
@@ -533,7 +534,7 @@ func (cl *Client) vanish() {
 		return
 	}
 	c := cl.c
-	c.Net.vanishFrom(cs.tag)
+	c.Net.VanishFrom(cs.tag)
 	line := c.Trace.Event(c.Now(), cl.user, "vanish #%d", cs.gen)
 	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, Vanish: true, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line})
 }

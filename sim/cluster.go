@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/sim/dst/memnet"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -49,9 +51,9 @@ type ClusterConfig struct {
 // miniredis, simulated clients, the scheduler, and the recorded history.
 type Cluster struct {
 	cfg   ClusterConfig
-	Sched *Scheduler
+	Sched *dst.Scheduler
 	Trace *Trace
-	Net   *Network
+	Net   *memnet.Network
 	Redis *miniredis.Miniredis
 	nodes []*simNode
 	users map[string]*Client
@@ -123,7 +125,7 @@ type simNode struct {
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
 // goroutine that will drive the scheduler.
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
-	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID, histOut: newHistoryOut(cfg.History)}
+	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: memnet.NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID, histOut: newHistoryOut(cfg.History)}
 	if c.runID == "" {
 		c.runID = "cluster" + strconv.FormatInt(runs.Add(1), 10)
 	}
@@ -133,9 +135,9 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.seeds.cost = cfg.Seed.Derive("cost")
 	c.userSecret = "relaysim-users-" + cfg.Seed.Derive("user-secret").String()
 	cost := cfg.Cost.WithSeed(c.seeds.cost)
-	c.Sched = NewScheduler(cfg.Strategy, c.Trace, cost.Latency)
+	c.Sched = dst.NewScheduler(cfg.Strategy, c.Trace, cost.Latency)
 	if cfg.CPU != nil {
-		c.Sched.CPU = NewResources(*cfg.CPU)
+		c.Sched.Resources = dst.NewResources(cfg.CPU.Cost)
 	}
 	c.hist.Mode = string(cfg.Mode)
 	c.faults.init(cfg.Mix)

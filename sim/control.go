@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 )
 
 // This file is the cluster's control panel for explicit stories (the
@@ -22,7 +23,7 @@ func (c *Cluster) Apply(f Fault) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Sched.Gate("chaos", KindChaos, fmt.Sprintf("%v %s", c.Now(), f))
+		c.Sched.Gate(dst.GateSpec{Node: "chaos", Kind: KindChaos, ID: fmt.Sprintf("%v %s", c.Now(), f)})
 		c.Inject(f)
 	}()
 	if !c.Sched.Await(done, time.Minute) {
@@ -129,12 +130,5 @@ func (c *Cluster) BreakConnections(from, to int) int {
 	a, b := c.nodes[from], c.nodes[to]
 	c.Trace.Event(c.Now(), "chaos", "fault break %s->%s", a.id, b.id)
 	c.recordFault(model.Fault{From: c.Now(), To: c.Now(), Kind: "break", Nodes: []string{a.id, b.id}})
-	n := 0
-	for _, conn := range c.Net.dialledBy(a.tag) {
-		if conn.to == b.id {
-			_ = conn.Close()
-			n++
-		}
-	}
-	return n
+	return c.Net.Break(a.tag, b.id)
 }

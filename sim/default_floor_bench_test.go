@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/relaysim/relaysim/sim/dst/memnet"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -648,7 +649,7 @@ type replayStream struct {
 func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 	type server struct {
 		n   *stubNode
-		lis *memListener
+		lis *memnet.Listener
 		srv *grpc.Server
 	}
 	servers := map[string]*server{}
@@ -679,7 +680,7 @@ func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 	for _, o := range l.ops {
 		s := servers[o.node]
 		if s == nil {
-			s = &server{n: newStubNode(), lis: listenMem(bufSize), srv: grpc.NewServer(grpc.ReadBufferSize(grpcReadBuffer))}
+			s = &server{n: newStubNode(), lis: memnet.NewListener(), srv: grpc.NewServer(grpc.ReadBufferSize(grpcReadBuffer))}
 			relaypb.RegisterChatServer(s.srv, s.n)
 			relaypb.RegisterRelayServer(s.srv, s.n)
 			go func() { _ = s.srv.Serve(s.lis) }()
@@ -967,7 +968,7 @@ func BenchmarkFloorUnit(b *testing.B) {
 		}
 	}
 	n := newStubNode()
-	lis := listenMem(bufSize)
+	lis := memnet.NewListener()
 	srv := grpc.NewServer(grpc.ReadBufferSize(grpcReadBuffer))
 	relaypb.RegisterChatServer(srv, n)
 	go func() { _ = srv.Serve(lis) }()

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -34,7 +35,7 @@ var (
 )
 
 func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
-	h.c.Sched.GateOwned(h, p.Node, p.Kind, p.Key, 0)
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key})
 	// Counted once released: between gates only the released goroutine
 	// touches shared state. A worker parked at its done gate still holds
 	// its task (it takes no other before passing it).
@@ -160,7 +161,7 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 // command error).
 func (h *nodeHooks) redisGate(id, tie string, units int) error {
 	c, node := h.c, h.node
-	c.Sched.GateTied(h, node, KindRedis, id, tie, c.faults.spike(c.Now()), units)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: tie, Extra: c.faults.spike(c.Now()), Units: units})
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
@@ -196,7 +197,7 @@ func (h *nodeHooks) redisGate(id, tie string, units int) error {
 // which is also real Redis' resolution (expiry is an absolute ms time), so
 // expiry moves by less than 1 ms and no trace hash we checked changed.
 func (c *Cluster) redisClock() {
-	c.Redis.SetTime(c.Sched.start.Add(c.Now().Truncate(time.Millisecond)))
+	c.Redis.SetTime(c.Sched.Origin().Add(c.Now().Truncate(time.Millisecond)))
 }
 
 // --- gRPC ---
@@ -204,6 +205,12 @@ func (c *Cluster) redisClock() {
 const (
 	mdDup = "x-sim-dup"
 )
+
+// grpcReadBuffer is the read buffer of every gRPC transport of the
+// simulation (gRPC's default is 32 KiB, allocated per connection and
+// side: ~30 MB with 150 users). Reads over the in-memory pipes are
+// function calls; a smaller buffer only means more of them.
+const grpcReadBuffer = 4 << 10
 
 func (h *nodeHooks) serverOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
@@ -263,13 +270,13 @@ func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
 // here) and labels the handler's work with the call's identity.
 func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := callID(ctx, info.FullMethod)
-	h.c.Sched.GateSized(h, h.node, KindRPCRecv, id, 0, recipientsOf(req))
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Units: recipientsOf(req)})
 	return handler(system.WithLabel(ctx, "recv "+id), req)
 }
 
 func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	id := callID(ss.Context(), info.FullMethod)
-	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, id, 0)
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id})
 	if info.FullMethod == relaypb.Relay_RelayStream_FullMethodName {
 		ss = &serverRelayStream{ServerStream: ss, h: h, id: id}
 	}
@@ -290,7 +297,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	key := h.node + "|" + id + "|" + attemptOf(ctx)
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
-	c.Sched.GateSized(h, h.node, KindRPCSend, id+" "+attemptOf(ctx), 0, recipientsOf(req))
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Units: recipientsOf(req)})
 	nd := c.netDraws(key)
 	mix := c.faults.mix
 	switch {
@@ -304,19 +311,19 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault delay %s by %v", id, d)
 		c.opFault("delay", id, false, h.node, target)
-		c.Sched.GateOwned(h, h.node, "net.delay", id+" "+attemptOf(ctx), d)
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: "net.delay", ID: id + " " + attemptOf(ctx), Extra: d})
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	// The response wakes this goroutine outside the scheduler: park before
 	// touching shared state or the trace.
-	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx), 0)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx)})
 	if err == nil && nd.hit("dup", mix.Duplicate) {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault duplicate %s", id)
 		c.opFault("duplicate", id, false, h.node, target)
 		dctx := metadata.AppendToOutgoingContext(ctx, mdDup, "1")
 		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
-		c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx)+" dup", 0)
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " dup"})
 	}
 	if c.faults.on && err == nil && (c.Net.Blocked(target, h.node) || nd.hit("drop-resp", mix.DropResponse)) {
 		return h.lost(ctx, "drop-response", id, target)
@@ -332,7 +339,7 @@ func (h *nodeHooks) lost(ctx context.Context, why, id, target string) error {
 	c.Trace.Event(c.Now(), h.node, "fault %s %s", why, id)
 	c.opFault(why, id, false, h.node, target)
 	<-ctx.Done()
-	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx)+" lost", 0)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " lost"})
 	return status.FromContextError(ctx.Err()).Err()
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/relaysim/relaysim/sim/dst"
 )
 
 // A client's inbox holds the whole run's actions from its start. Taking
@@ -62,7 +64,7 @@ func TestClientInboxInsertBetweenPops(t *testing.T) {
 // it still counts repeats of the same message, node and dispatch.
 func TestTaskRecordsKeepNoLabel(t *testing.T) {
 	trace := NewTrace(false, 0)
-	c := &Cluster{Trace: trace, Sched: NewScheduler(nil, trace, nil)}
+	c := &Cluster{Trace: trace, Sched: dst.NewScheduler(nil, trace, nil)}
 	h := &nodeHooks{c: c, node: "n1"}
 	label := strings.Repeat("x", 64) + " dispatch r1#5 u3"
 	data := weak.Make(unsafe.StringData(label))

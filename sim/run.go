@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -187,7 +189,7 @@ func Run(t *testing.T, cfg Config) *Result {
 
 func runInBubble(cfg Config, res *Result) {
 	id := "run" + strconv.FormatInt(runs.Add(1), 10)
-	pprof.SetGoroutineLabels(pprof.WithLabels(contextBackground(), pprof.Labels("relaysim", id)))
+	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("relaysim", id)))
 	res.Mix = DrawMix(cfg.Seed.Derive("faults"), cfg.Bounds)
 	res.Cost = DrawCost(cfg.Seed.Derive("cost"))
 	if cfg.CPU != nil {
@@ -337,7 +339,7 @@ func maxDelayOf(s Strategy) time.Duration {
 	switch s := s.(type) {
 	case *Random:
 		return s.MaxDelay
-	case *PCT:
+	case *dst.PCT:
 		return s.MaxDelay
 	case *Exhaustive:
 		return s.Delay
@@ -352,8 +354,8 @@ func (res *Result) finish(c *Cluster, id string) {
 	}
 	res.Virtual = c.Now()
 	res.Steps, res.Delays = c.Sched.Steps, c.Sched.Delays
-	if c.Sched.CPU != nil {
-		res.Busy = c.Sched.CPU.Busy()
+	if c.Sched.Resources != nil {
+		res.Busy = c.Sched.Resources.Busy()
 	}
 	res.Peaks = c.Peaks()
 	res.Stats = c.Stats
@@ -386,12 +388,12 @@ func (res *Result) finish(c *Cluster, id string) {
 		res.Err = fmt.Errorf("write history: %w", err)
 	}
 	res.History = &c.hist
-	if c.Sched.CPU != nil {
+	if c.Sched.Resources != nil {
 		// Under a contended cost model an op on the live path may also
 		// wait for a core; every hop at the longest wait any op met
 		// (the harness's own booking, not the relay's word).
-		c.hist.LiveBound += ContendedLiveBound(c.Sched.CPU.MaxWait())
-		res.MaxWait = c.Sched.CPU.MaxWait()
+		c.hist.LiveBound += ContendedLiveBound(c.Sched.Resources.MaxWait())
+		res.MaxWait = c.Sched.Resources.MaxWait()
 	}
 	if big {
 		runtime.GC()
@@ -464,7 +466,7 @@ func (c *Cluster) Close() {
 	for _, sn := range c.nodes {
 		if sn.up {
 			sn.up = false
-			sn.n.Stop(contextBackground())
+			sn.n.Stop(context.Background())
 		}
 	}
 	c.joinKills()
@@ -476,7 +478,7 @@ func newStrategy(cfg Config) Strategy {
 	case cfg.Exhaustive != nil:
 		return cfg.Exhaustive
 	case cfg.Scheduler == "pct":
-		return NewPCT(cfg.Seed.Derive("scheduler"), cfg.PCTDepth, 20000, 50*time.Millisecond)
+		return dst.NewPCT(cfg.Seed.Derive("scheduler"), cfg.PCTDepth, 20000, 50*time.Millisecond)
 	case cfg.Scheduler == "exhaustive":
 		return &Exhaustive{Bound: 2}
 	}

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -42,7 +43,7 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	target := strings.TrimPrefix(cc.Target(), "passthrough:///")
 	link := system.Label(ctx)
 	id := shortMethod(method) + " " + link + " " + attemptOf(ctx)
-	c.Sched.GateOwned(h, h.node, KindRPCSend, id, 0)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id})
 	ctx, cancel := context.WithCancel(ctx)
 	s := &simClientStream{h: h, id: id, link: link, target: target, cancel: cancel}
 	if c.Net.Blocked(h.node, target) {
@@ -54,10 +55,10 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	// outside the scheduler: park before it goes on.
 	if err != nil {
 		cancel()
-		c.Sched.GateOwned(h, h.node, KindRPCDone, id+" failed", 0)
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " failed"})
 		return nil, err
 	}
-	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" open", 0)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " open"})
 	s.ClientStream = cs
 	return s, nil
 }
@@ -78,7 +79,7 @@ func (s *simClientStream) SendMsg(m any) error {
 		return s.ClientStream.SendMsg(m)
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
-	c.Sched.GateSized(h, h.node, KindRPCSend, s.id+" "+item, 0, len(it.Recipients))
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Units: len(it.Recipients)})
 	nd := c.netDraws(h.node + "|" + s.id + " " + item)
 	switch {
 	case c.Net.Blocked(h.node, s.target):
@@ -91,11 +92,11 @@ func (s *simClientStream) SendMsg(m any) error {
 		c.Stats.FaultsInjected++
 		c.Trace.Event(c.Now(), h.node, "fault delay %s %s by %v", s.id, item, d)
 		c.recordFault(model.Fault{From: c.Now(), To: c.Now() + d, Kind: "delay", Nodes: []string{h.node, s.target}})
-		c.Sched.GateOwned(h, h.node, "net.delay", s.id+" "+item, d)
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: "net.delay", ID: s.id + " " + item, Extra: d})
 	}
 	err := s.ClientStream.SendMsg(m)
 	if err != nil {
-		c.Sched.GateOwned(h, h.node, KindRPCDone, s.id+" "+item+" failed", 0)
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " " + item + " failed"})
 	}
 	return err
 }
@@ -107,7 +108,7 @@ func (s *simClientStream) RecvMsg(m any) error {
 	if c.Trace.Frozen() {
 		return err
 	}
-	c.Sched.GateOwned(h, h.node, KindRPCDone, s.id+" ack", 0)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " ack"})
 	if err != nil || !c.faults.on {
 		return err
 	}
@@ -172,10 +173,10 @@ func (s *serverRelayStream) RecvMsg(m any) error {
 	h := s.h
 	it, _ := m.(*relaypb.RelayStreamItem)
 	if err != nil || it == nil {
-		h.c.Sched.GateOwned(h, h.node, KindRPCRecv, s.id+" end", 0)
+		h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " end"})
 		return err
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
-	h.c.Sched.GateSized(h, h.node, KindRPCRecv, s.id+" "+item, 0, len(it.Recipients))
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Units: len(it.Recipients)})
 	return nil
 }
