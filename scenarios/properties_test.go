@@ -242,7 +242,7 @@ func (m *machine) crash(rt *rapid.T) {
 		rt.Skip("keep one node up")
 	}
 	m.down[i] = true
-	m.inject(rt, sim.Fault{Kind: "crash", Node: i})
+	m.inject(rt, sim.Fault{Kind: model.FaultCrash, Node: i})
 }
 
 func (m *machine) restart(rt *rapid.T) {
@@ -251,7 +251,7 @@ func (m *machine) restart(rt *rapid.T) {
 		rt.Skip("node is up")
 	}
 	delete(m.down, i)
-	m.inject(rt, sim.Fault{Kind: "restart", Node: i})
+	m.inject(rt, sim.Fault{Kind: model.FaultRestart, Node: i})
 }
 
 func (m *machine) partition(rt *rapid.T) {
@@ -260,7 +260,7 @@ func (m *machine) partition(rt *rapid.T) {
 		rt.Skip("one node")
 	}
 	a := m.node(rt)
-	f := sim.Fault{Kind: "partition", Node: a, Peer: -1}
+	f := sim.Fault{Kind: model.FaultPartition, Node: a, Peer: -1}
 	if rapid.Bool().Draw(rt, "isolate") == false {
 		f.Peer = (a + 1 + rapid.IntRange(0, n-2).Draw(rt, "peer")) % n
 		f.OneWay = rapid.Bool().Draw(rt, "one-way")
@@ -278,24 +278,24 @@ func (m *machine) heal(rt *rapid.T) {
 func (m *machine) upgrade(rt *rapid.T) {
 	i := m.node(rt)
 	v := rapid.IntRange(1, 3).Draw(rt, "to")
-	m.inject(rt, sim.Fault{Kind: "upgrade", Node: i, Protocol: v})
+	m.inject(rt, sim.Fault{Kind: model.FaultUpgrade, Node: i, Protocol: v})
 }
 
-func (m *machine) flushRoutes(rt *rapid.T) { m.inject(rt, sim.Fault{Kind: "route-flush"}) }
+func (m *machine) flushRoutes(rt *rapid.T) { m.inject(rt, sim.Fault{Kind: model.FaultRouteFlush}) }
 
 func (m *machine) redisOutage(rt *rapid.T) {
 	d := rapid.SampledFrom([]time.Duration{50 * time.Millisecond, time.Second}).Draw(rt, "for")
-	m.inject(rt, sim.Fault{Kind: "redis-outage", For: d})
+	m.inject(rt, sim.Fault{Kind: model.FaultRedisOutage, For: d})
 }
 
 func (m *machine) redisSpike(rt *rapid.T) {
 	d := rapid.SampledFrom([]time.Duration{200 * time.Millisecond, 2 * time.Second}).Draw(rt, "for")
-	m.inject(rt, sim.Fault{Kind: "redis-spike", For: d})
+	m.inject(rt, sim.Fault{Kind: model.FaultRedisSpike, For: d})
 }
 
 func (m *machine) pause(rt *rapid.T) {
 	d := rapid.SampledFrom([]time.Duration{100 * time.Millisecond, time.Second, 3 * time.Second}).Draw(rt, "for")
-	m.inject(rt, sim.Fault{Kind: "pause", Node: m.node(rt), For: d})
+	m.inject(rt, sim.Fault{Kind: model.FaultPause, Node: m.node(rt), For: d})
 }
 
 func (m *machine) slowClient(rt *rapid.T) {
@@ -303,7 +303,7 @@ func (m *machine) slowClient(rt *rapid.T) {
 	// Through the fault injector, so that the oracle knows the client read
 	// slowly (an action alone left it judging u's live deliveries as if
 	// nothing had happened: a false timely-live-delivery).
-	m.inject(rt, sim.Fault{Kind: "slow", User: m.user(rt), For: d})
+	m.inject(rt, sim.Fault{Kind: model.FaultSlow, User: m.user(rt), For: d})
 }
 
 // inject applies a fault through the cluster's control panel (Apply: a

@@ -344,7 +344,7 @@ func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err
 		c.Stats.SendsOK++
 	}
 	ev.TraceLine = c.Trace.Event(c.Now(), cl.user, "%s %s", a.String()[len(cl.user)+1:], res)
-	c.record(ev)
+	c.rec.event(ev)
 }
 
 // callNode picks the node for a unary call: the connected node first, else
@@ -426,7 +426,7 @@ func (cl *Client) connect(node int, inv invocation) {
 		cancel()
 		_ = cc.Close()
 		line := c.Trace.Event(c.Now(), cl.user, "connect %s #%d err=%s", id, gen, status.Code(err))
-		c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, Err: status.Code(err).String(), Cursors: sent,
+		c.rec.event(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, Err: status.Code(err).String(), Cursors: sent,
 			Invoked: inv.at, InvokedLine: inv.line, TraceLine: line})
 		return
 	}
@@ -435,7 +435,7 @@ func (cl *Client) connect(node int, inv invocation) {
 	cl.stream = cs
 	cl.mu.Unlock()
 	line := c.Trace.Event(c.Now(), cl.user, "connect %s #%d cursors=%d", id, gen, len(cursors))
-	c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, OK: true, Cursors: sent,
+	c.rec.event(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, OK: true, Cursors: sent,
 		Invoked: inv.at, InvokedLine: inv.line, TraceLine: line})
 	go cl.recv(cs, stream)
 }
@@ -468,7 +468,7 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 		c.Stats.Deliveries++
 		src := map[bool]string{true: " log"}[d.FromLog]
 		line := c.Trace.Event(c.Now(), cl.user, "deliver %s#%d %s%s", d.Room, d.Seq, d.MsgId, src)
-		c.recordDelivery(model.Event{Time: c.Now(), Kind: model.KindDeliver, User: cl.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId, FromLog: d.FromLog, Node: c.nodes[cs.node].id, TraceLine: line})
+		c.rec.delivery(model.Event{Time: c.Now(), Kind: model.KindDeliver, User: cl.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId, FromLog: d.FromLog, Node: c.nodes[cs.node].id, TraceLine: line})
 	}
 }
 
@@ -490,7 +490,7 @@ func (cl *Client) streamEnded(cs *clientStream, err error) {
 	cs.cancel()
 	_ = cs.cc.Close()
 	line := c.Trace.Event(c.Now(), cl.user, "stream #%d ended by server: %s", cs.gen, status.Code(err))
-	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, Err: status.Code(err).String(), TraceLine: line})
+	c.rec.event(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, Err: status.Code(err).String(), TraceLine: line})
 	// Like a real client, reconnect (to the next node) after a pause.
 	c.Do(Action{At: c.Now() + reconnectAfter, User: cl.user, Kind: ActConnect, Node: (cs.node + 1) % len(c.nodes)})
 }
@@ -514,7 +514,7 @@ func (cl *Client) disconnect(inv invocation) {
 	<-cs.recvDone
 	c := cl.c
 	line := c.Trace.Event(c.Now(), cl.user, "disconnect #%d", cs.gen)
-	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line,
+	c.rec.event(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line,
 		Invoked: inv.at, InvokedLine: inv.line})
 }
 
@@ -536,7 +536,7 @@ func (cl *Client) vanish() {
 	c := cl.c
 	c.Net.VanishFrom(cs.tag)
 	line := c.Trace.Event(c.Now(), cl.user, "vanish #%d", cs.gen)
-	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, Vanish: true, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line})
+	c.rec.event(model.Event{Time: c.Now(), Kind: model.KindDisconnect, Vanish: true, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line})
 }
 
 // close stops the actor and closes every connection (teardown).

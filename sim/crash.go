@@ -69,7 +69,7 @@ func (c *Cluster) cut(sn *simNode) {
 	c.Net.CutFrom(sn.tag)
 	for _, u := range h.life.openSessions() {
 		line := c.Trace.Event(c.Now(), sn.id, "session.closed %s crash", u)
-		c.record(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: u, Node: sn.id, TraceLine: line})
+		c.rec.event(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: u, Node: sn.id, TraceLine: line})
 	}
 	done := make(chan struct{})
 	c.kills = append(c.kills, done)

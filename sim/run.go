@@ -237,7 +237,7 @@ func runInBubble(cfg Config, res *Result) {
 	for _, a := range wl.Actions {
 		c.Do(a)
 	}
-	c.reserveEvents(len(wl.Actions))
+	c.rec.reserveEvents(len(wl.Actions))
 	c.StartChaos(res.Faults)
 	c.runSampled(cfg.Duration, cfg.SampleEvery)
 	if err := c.Liveness(); err != nil {
@@ -305,7 +305,7 @@ func (u *Upgrade) plan(fs []Fault, nodes int, load time.Duration) []Fault {
 	}
 	for i := range nodes {
 		at := (load * time.Duration(i+1) / time.Duration(nodes+1)).Truncate(time.Millisecond)
-		fs = append(fs, Fault{At: at, Kind: "upgrade", Node: i, Protocol: u.To})
+		fs = append(fs, Fault{At: at, Kind: model.FaultUpgrade, Node: i, Protocol: u.To})
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
 	return fs
@@ -325,14 +325,16 @@ func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
 	if c.cfg.Node != nil {
 		c.cfg.Node(&nc)
 	}
-	c.hist.KeepAliveBound = nc.StreamKeepAlive + nc.StreamKeepAliveTimeout + 5*time.Second
-	c.hist.CloseBound = closeBound
-	c.hist.LiveBound = LiveBound(cost, maxDelay)
-	c.hist.Recovery = Recovery(nc)
-	c.hist.GoroutineBound = GoroutineBound
-	if c.cfg.Mode == system.ModeStream {
-		c.hist.GoroutineBound = StreamGoroutineBound
-	}
+	c.rec.bounds(func(h *model.History) {
+		h.KeepAliveBound = nc.StreamKeepAlive + nc.StreamKeepAliveTimeout + 5*time.Second
+		h.CloseBound = closeBound
+		h.LiveBound = LiveBound(cost, maxDelay)
+		h.Recovery = Recovery(nc)
+		h.GoroutineBound = GoroutineBound
+		if c.cfg.Mode == system.ModeStream {
+			h.GoroutineBound = StreamGoroutineBound
+		}
+	})
 }
 
 func maxDelayOf(s Strategy) time.Duration {
@@ -375,31 +377,30 @@ func (res *Result) finish(c *Cluster, id string) {
 	// keep. A small run's heap is small and a collection costs ~7 ms of
 	// its CPU, so it is left alone. No trace changes either way: the
 	// collector is not in the simulation's schedule.
-	big := c.hist.Deliveries.Spilled() > 0
+	big := c.History().Deliveries.Spilled() > 0
 	if big {
 		runtime.GC()
 	}
 	c.Close()
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
-	c.hist.Final = final
-	c.syncTasks()
-	if err := c.histOut.finish(&c.hist); err != nil && res.Err == nil {
+	hist, err := c.rec.finish(final)
+	if err != nil && res.Err == nil {
 		res.Err = fmt.Errorf("write history: %w", err)
 	}
-	res.History = &c.hist
+	res.History = hist
 	if c.Sched.Resources != nil {
 		// Under a contended cost model an op on the live path may also
 		// wait for a core; every hop at the longest wait any op met
 		// (the harness's own booking, not the relay's word).
-		c.hist.LiveBound += ContendedLiveBound(c.Sched.Resources.MaxWait())
+		hist.LiveBound += ContendedLiveBound(c.Sched.Resources.MaxWait())
 		res.MaxWait = c.Sched.Resources.MaxWait()
 	}
 	if big {
 		runtime.GC()
 	}
-	res.Violations = model.Check(&c.hist)
-	res.Live, res.FromLog = model.DeliveryCounts(&c.hist)
+	res.Violations = model.Check(hist)
+	res.Live, res.FromLog = model.DeliveryCounts(hist)
 	if len(final.LeftoverGoroutines) > 0 && res.Config.OnLeftovers != nil {
 		// synctest is about to fail the bubble with a dump of every
 		// goroutine; give the caller the readable report first.
