@@ -334,13 +334,11 @@ func (m *machine) invariants(rt *rapid.T) {
 
 // finish runs the liveness phase and checks everything.
 func (m *machine) finish(rt *rapid.T) {
-	if err := m.c.Liveness(); err != nil {
+	// The runner's liveness phase, with a one-minute drain sampled once
+	// (the pool's keep-alive is 5 s).
+	if err := m.c.Drain(time.Minute, time.Minute); err != nil {
 		rt.Fatalf("liveness: %v", err)
 	}
-	m.c.Sched.RunFor(60 * time.Second)
-	m.c.Sample(false, true)
-	m.c.Sched.RunFor(6 * time.Second)
-	m.c.Sample(true, true)
 	h, err := m.c.Snapshot()
 	if err != nil {
 		rt.Fatalf("read state: %v", err)
@@ -354,24 +352,12 @@ func (m *machine) banner(when string, vs []model.Violation) string {
 	if *traceFlag != "" {
 		_ = os.WriteFile(*traceFlag, []byte(m.c.Trace.Text()), 0o644)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n%s\nrelaysim property FAILED %s: mode=%s nodes=%d users=%d faults: %s\n",
-		strings.Repeat("=", 78), when, m.mode, len(m.c.NodeIDs()), len(m.users), m.mix)
-	shown := sim.BannerViolations(vs, 10)
-	for _, v := range shown {
-		fmt.Fprintf(&b, "violated: %s\n", v)
-	}
-	if more := len(vs) - len(shown); more > 0 {
-		fmt.Fprintf(&b, "... and %d more\n", more)
-	}
-	title, lines := sim.TraceExcerpt(m.c.Trace, vs)
-	fmt.Fprintln(&b, title)
-	for _, l := range lines {
-		fmt.Fprintf(&b, "  %s\n", l)
-	}
-	fmt.Fprintf(&b, "trace-hash %s\n", m.c.Trace.Hash())
-	fmt.Fprintf(&b, "replay: %s\n", rapidReplay(m.mode))
-	fmt.Fprintln(&b, "        (the checks again from their base seed, down to the same shrunk case; the -rapid.failfile rapid prints below replays the shrunk case at once)")
-	fmt.Fprintf(&b, "note: a seed belongs to its commit (%s); rapid's fail files in testdata/rapid are kept as regression cases.\n", commit())
-	return b.String()
+	return "\n" + sim.Report{
+		Headline: fmt.Sprintf("relaysim property FAILED %s: mode=%s nodes=%d users=%d faults: %s",
+			when, m.mode, len(m.c.NodeIDs()), len(m.users), m.mix),
+		Violations: vs, Trace: m.c.Trace, TraceHash: m.c.Trace.Hash(),
+		Replay: []string{rapidReplay(m.mode),
+			"(the checks again from their base seed, down to the same shrunk case; the -rapid.failfile rapid prints below replays the shrunk case at once)"},
+		Commit: fmt.Sprintf("a seed belongs to its commit (%s); rapid's fail files in testdata/rapid are kept as regression cases.", commit()),
+	}.String()
 }

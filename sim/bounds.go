@@ -1,11 +1,54 @@
 package sim
 
+// This file holds the bounds the checkers judge a run by, derived from
+// the cost model and the node configuration: never from what the relay
+// says of itself.
+
 import (
 	"time"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 )
+
+// closeBound is how soon a node must end the stream of a client that
+// closed it: the client's cancel reaches the node with the next frame, and
+// the handler only has to notice it (a few gated steps).
+const closeBound = time.Second
+
+// SetBounds sets the bounds the checkers judge the run by: the keep-alive
+// bound of a vanished client's stream, the live-delivery bound and the
+// recovery times of faults (from the cost model and the node config), and
+// the per-node goroutine bound.
+func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
+	nc := system.DefaultConfig()
+	if c.cfg.Node != nil {
+		c.cfg.Node(&nc)
+	}
+	c.rec.bounds(func(h *model.History) {
+		h.KeepAliveBound = nc.StreamKeepAlive + nc.StreamKeepAliveTimeout + 5*time.Second
+		h.CloseBound = closeBound
+		h.LiveBound = LiveBound(cost, maxDelay)
+		h.Recovery = Recovery(nc)
+		h.GoroutineBound = GoroutineBound
+		if c.cfg.Mode == system.ModeStream {
+			h.GoroutineBound = StreamGoroutineBound
+		}
+	})
+}
+
+func maxDelayOf(s Strategy) time.Duration {
+	switch s := s.(type) {
+	case *Random:
+		return s.MaxDelay
+	case *dst.PCT:
+		return s.MaxDelay
+	case *Exhaustive:
+		return s.Delay
+	}
+	return 0
+}
 
 // LiveBound is the time within which a connected member must receive a
 // message no fault touched (model.CheckTimely), derived from the cost

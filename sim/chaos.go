@@ -152,33 +152,3 @@ func (c *Cluster) FlushRoutes() {
 		}
 	}
 }
-
-// Liveness ends the fault phase: faults stop, partitions heal, paused and
-// crashed nodes come back, and every user reconnects (with its cursors).
-func (c *Cluster) Liveness() error {
-	c.faults.on = false
-	if c.stopChaos != nil {
-		close(c.stopChaos)
-		c.stopChaos = nil
-	}
-	c.Net.Heal()
-	c.rec.endFault(model.FaultPartition, "", c.Now())
-	c.Sched.UnpauseAll()
-	c.Trace.Event(c.Now(), "chaos", "liveness: faults off, heal, restart, reconnect")
-	for i, sn := range c.nodes {
-		if !sn.up {
-			if err := c.drive(func() error { return c.Restart(i) }); err != nil {
-				return fmt.Errorf("restart n%d: %w", i+1, err)
-			}
-		}
-		// A restart the injector began finishes on its own.
-		for sn.starting {
-			c.Sched.RunFor(10 * time.Millisecond)
-		}
-	}
-	for _, cl := range c.userList() {
-		node := int(dst.HashString(cl.user) % uint64(len(c.nodes)))
-		c.Do(Action{At: c.Now(), User: cl.user, Kind: ActConnect, Node: node})
-	}
-	return nil
-}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"runtime"
 	"runtime/metrics"
@@ -21,6 +22,10 @@ type goroutineCounts struct {
 	total   int
 	node    map[string]int // by incarnation tag
 	workers map[string]int
+	// stacks, when asked for, names each record: "N x function" (its
+	// first function that is not the runtime's), but the caller's own
+	// (leftovers).
+	stacks []string
 }
 
 const workerFrame = "system.(*Executor).work"
@@ -44,7 +49,7 @@ func countRun(id string) goroutineCounts {
 	if err := pprof.Lookup("goroutine").WriteTo(buf, 1); err != nil {
 		return goroutineCounts{node: map[string]int{}, workers: map[string]int{}}
 	}
-	g := parseGoroutines(buf.Bytes(), id)
+	g := parseGoroutines(buf.Bytes(), id, false)
 	if known {
 		lastProfile.put(id, created, live, g)
 	}
@@ -125,9 +130,10 @@ func goroutineTotals() (created, live uint64, known bool) {
 // goroutines of run id: each record ("N @ pc...", its "# labels: {...}" line
 // and its frames, records separated by a blank line) that carries the run's
 // label adds its N to the total, to its node label's count and, when one of
-// its frames is the executor's worker loop, to the node's workers. It reads
+// its frames is the executor's worker loop, to the node's workers (with
+// stacks, also its name: see goroutineCounts.stacks). It reads
 // the profile in place: no copy of the text, no slice of its records.
-func parseGoroutines(text []byte, id string) goroutineCounts {
+func parseGoroutines(text []byte, id string, stacks bool) goroutineCounts {
 	out := goroutineCounts{node: map[string]int{}, workers: map[string]int{}}
 	want := []byte(`"relaysim":"` + id + `"`)
 	if bytes.HasPrefix(text, []byte("goroutine profile:")) {
@@ -148,6 +154,11 @@ func parseGoroutines(text []byte, id string) goroutineCounts {
 		}
 		n := leadingCount(rec)
 		out.total += n
+		if stacks && !bytes.Contains(rec, []byte("sim.leftovers")) {
+			if fn := firstFunc(rec); fn != nil {
+				out.stacks = append(out.stacks, fmt.Sprintf("%d x %s", n, fn))
+			}
+		}
 		tag := labelValue(rec, "node")
 		if len(tag) == 0 {
 			continue
@@ -188,4 +199,33 @@ func labelValue(rec []byte, key string) []byte {
 		return after[:j]
 	}
 	return after
+}
+
+// leftovers describes the run's goroutines still alive after teardown
+// (other than the caller): "N x function", the first function of each
+// stack that is not the runtime's.
+func leftovers(id string) []string {
+	var buf bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&buf, 1); err != nil {
+		return nil
+	}
+	g := parseGoroutines(buf.Bytes(), id, true)
+	if g.total <= 1 {
+		return nil
+	}
+	return g.stacks
+}
+
+// firstFunc is the first function of a profile record's stack that is not
+// the runtime's, internal or sync's ("" if none).
+func firstFunc(rec []byte) []byte {
+	lines := bytes.Split(rec, []byte("\n"))
+	for _, l := range lines[1:] {
+		if f := bytes.Fields(l); len(f) >= 3 && string(f[0]) == "#" && bytes.HasPrefix(f[1], []byte("0x")) {
+			if !bytes.HasPrefix(f[2], []byte("runtime.")) && !bytes.HasPrefix(f[2], []byte("internal/")) && !bytes.HasPrefix(f[2], []byte("sync.")) {
+				return f[2]
+			}
+		}
+	}
+	return nil
 }
