@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim/dst"
 )
@@ -143,12 +145,15 @@ func (c *Cluster) links(f Fault) [][2]string {
 }
 
 // FlushRoutes deletes every routing entry (loss of routing keys).
-func (c *Cluster) FlushRoutes() {
-	keys := c.Redis.Keys()
+func (c *Cluster) FlushRoutes() { FlushRoutes(c.Redis) }
+
+// FlushRoutes deletes every routing entry of m, in key order.
+func FlushRoutes(m *miniredis.Miniredis) {
+	keys := m.Keys()
 	sort.Strings(keys)
 	for _, k := range keys {
 		if strings.HasPrefix(k, "route:") {
-			c.Redis.Del(k)
+			m.Del(k)
 		}
 	}
 }

@@ -268,7 +268,7 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 
 const (
 	clientAttempts = 5
-	clientTimeout  = 2 * time.Second
+	ClientTimeout  = 2 * time.Second // a client call's deadline (the floor benchmarks replay calls with it)
 	clientBackoff  = 250 * time.Millisecond
 )
 
@@ -289,7 +289,7 @@ func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, 
 	cl.setPending(a, inv)
 	for ; try <= clientAttempts; try++ {
 		node = cl.callNode(a.Node, try)
-		ctx, cancel := context.WithTimeout(cl.ctx, clientTimeout)
+		ctx, cancel := context.WithTimeout(cl.ctx, ClientTimeout)
 		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try),
 			system.MDUser, cl.user, system.MDUserToken, cl.credential(a))
 		r, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
@@ -376,7 +376,7 @@ func (c *Cluster) clientConn(node, tag string) *grpc.ClientConn {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(c.Net.Dialer(tag)),
 		grpc.WithConnectParams(deterministicConnect),
-		grpc.WithReadBufferSize(grpcReadBuffer),
+		grpc.WithReadBufferSize(GRPCReadBuffer),
 	)
 	if err != nil {
 		panic(fmt.Sprintf("grpc.NewClient(%s): %v", node, err)) // only fails on malformed options

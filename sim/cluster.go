@@ -46,6 +46,12 @@ type ClusterConfig struct {
 	// Story keeps what the trace tells as typed events (Cluster.Story):
 	// the scenario files render their output from them.
 	Story bool
+	// RecordNode, when set, adds a recorder to every node incarnation: a
+	// go-redis hook inside the simulation's own (it sees the commands
+	// that reach miniredis) and gRPC server options (a stats handler sees
+	// every call and message). Only the floor benchmarks set it
+	// (sim/floorbench); nil adds nothing.
+	RecordNode func(node string) (redis.Hook, []grpc.ServerOption)
 }
 
 // Cluster is a relay cluster inside one bubble: nodes over bufconn, one
@@ -218,8 +224,8 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	redisHooks, serverOpts := []redis.Hook{h}, h.serverOptions()
-	if recordNode != nil {
-		rh, so := recordNode(sn.id)
+	if c.cfg.RecordNode != nil {
+		rh, so := c.cfg.RecordNode(sn.id)
 		redisHooks, serverOpts = append(redisHooks, rh), append(serverOpts, so...)
 	}
 	n, err := system.New(cfg, system.Deps{
@@ -283,13 +289,6 @@ func (c *Cluster) Upgrade(i, v int) error {
 	return c.startNode(sn)
 }
 
-// recordNode, when set, adds a recorder to every node incarnation started
-// afterwards: a go-redis hook inside the simulation's own (it sees the
-// commands that reach miniredis) and gRPC server options (a stats handler
-// sees every call and message). Only BenchmarkDefaultFloor sets it, around
-// one run; nil (always, otherwise) adds nothing.
-var recordNode func(node string) (redis.Hook, []grpc.ServerOption)
-
 // upgradeStopTimeout bounds a graceful stop before the node is cut hard.
 const upgradeStopTimeout = 5 * time.Second
 
@@ -297,10 +296,14 @@ const upgradeStopTimeout = 5 * time.Second
 // literal that is never dialled), no maintenance notifications, no identity
 // handshake, no retries (the scheduler must see every attempt), explicit
 // pool size.
-func (c *Cluster) redisOptions() *redis.Options {
+func (c *Cluster) redisOptions() *redis.Options { return RedisOptions(c.Redis) }
+
+// RedisOptions are the go-redis options of a node of the simulation,
+// connected to m (see Cluster.redisOptions).
+func RedisOptions(m *miniredis.Miniredis) *redis.Options {
 	return &redis.Options{
 		Addr:            "127.0.0.1:6379",
-		Dialer:          func(context.Context, string, string) (net.Conn, error) { return c.Redis.Dial() },
+		Dialer:          func(context.Context, string, string) (net.Conn, error) { return m.Dial() },
 		DisableIdentity: true,
 		MaxRetries:      -1,
 		PoolSize:        256,

@@ -5,6 +5,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -62,6 +65,9 @@ type Config struct {
 	// OnEnd, when set, is called inside the bubble when the run's last
 	// phase ended, before teardown and the checks (a heap profile).
 	OnEnd func()
+	// RecordNode, when set, adds a recorder to every node (see
+	// ClusterConfig.RecordNode): the floor benchmarks'.
+	RecordNode func(node string) (redis.Hook, []grpc.ServerOption)
 }
 
 // DefaultConfig is the runner's embedded default: 3 nodes, 12 users in 3

@@ -207,16 +207,16 @@ const (
 	mdDup = "x-sim-dup"
 )
 
-// grpcReadBuffer is the read buffer of every gRPC transport of the
+// GRPCReadBuffer is the read buffer of every gRPC transport of the
 // simulation (gRPC's default is 32 KiB, allocated per connection and
 // side: ~30 MB with 150 users). Reads over the in-memory pipes are
 // function calls; a smaller buffer only means more of them.
-const grpcReadBuffer = 4 << 10
+const GRPCReadBuffer = 4 << 10
 
 func (h *nodeHooks) serverOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.StatsHandler(&h.streams),
-		grpc.ReadBufferSize(grpcReadBuffer),
+		grpc.ReadBufferSize(GRPCReadBuffer),
 		grpc.ChainUnaryInterceptor(h.serverUnary),
 		grpc.ChainStreamInterceptor(h.serverStream),
 	}
@@ -227,7 +227,7 @@ func (h *nodeHooks) dialOptions() []grpc.DialOption {
 		grpc.WithChainUnaryInterceptor(h.peerUnary),
 		grpc.WithChainStreamInterceptor(h.peerStream),
 		grpc.WithConnectParams(deterministicConnect),
-		grpc.WithReadBufferSize(grpcReadBuffer),
+		grpc.WithReadBufferSize(GRPCReadBuffer),
 	}
 }
 

@@ -66,6 +66,7 @@ func runInBubble(cfg Config, res *Result) {
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Versions: cfg.startVersions(),
 		Node: func(nc *system.Config) { nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels },
 		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU, History: cfg.History,
+		RecordNode: cfg.RecordNode,
 	})
 	if err != nil {
 		res.Err = fmt.Errorf("start cluster: %w", err)
