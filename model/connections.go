@@ -52,7 +52,7 @@ func connectedThrough(ss []span, a, b instant) (span, bool) {
 // timedFault returns a fault matching pred whose span, extended by its
 // kind's recovery time, overlaps [from, to]. A per-operation network fault
 // counts too, on its nodes: the relay it hit holds a worker of the sending
-// node until its deadline and retries (Recovery["op"]), and queued tasks
+// node until its deadline and retries (Recovery[RecoveryOp]), and queued tasks
 // of that node wait behind it. A per-operation Redis fault fails one
 // command at once and touches only its own message (see opFaults).
 func timedFault(h *History, from, to time.Duration, pred func(Fault) bool) (Fault, bool) {
@@ -62,7 +62,7 @@ func timedFault(h *History, from, to time.Duration, pred func(Fault) bool) (Faul
 		}
 		rec := recoveryOf(h, f.Kind)
 		if f.Op {
-			rec = recoveryOf(h, "op")
+			rec = recoveryOf(h, RecoveryOp)
 		}
 		if f.To < 0 || f.To+rec >= from {
 			return f, true
@@ -85,11 +85,11 @@ func (j *judge) opFaults() map[string]Fault {
 	return j.byMsg
 }
 
-func recoveryOf(h *History, kind string) time.Duration {
+func recoveryOf(h *History, kind FaultKind) time.Duration {
 	if d, ok := h.Recovery[kind]; ok {
 		return d
 	}
-	return h.Recovery[""]
+	return h.Recovery[RecoveryDefault]
 }
 
 func (f Fault) touchesNode(n string) bool {

@@ -206,7 +206,7 @@ type Tasks struct {
 // if any.
 type Fault struct {
 	From, To time.Duration
-	Kind     string
+	Kind     FaultKind
 	Op       bool
 	// Nodes are the nodes it touches (a link: both ends).
 	Nodes []string
@@ -253,8 +253,8 @@ type History struct {
 	LiveBound time.Duration
 	// Recovery is how long after a timed fault of a kind its effects may
 	// still delay live deliveries (reconnect back-off, route refresh, the
-	// keep-alive of a vanished stream); kinds absent use Recovery[""].
-	Recovery map[string]time.Duration
+	// keep-alive of a vanished stream); kinds absent use Recovery[RecoveryDefault].
+	Recovery map[FaultKind]time.Duration
 	// GoroutineBound returns the most goroutines a node may have at a
 	// sample, from its connections and the pool maximum (nil: unchecked).
 	GoroutineBound func(s Sample) int

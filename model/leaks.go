@@ -140,7 +140,7 @@ func leftHow(ev Event) string {
 func pausedFor(h *History, node string, from, to time.Duration) time.Duration {
 	var d time.Duration
 	for _, f := range h.Faults {
-		if f.Kind == "pause" && f.touchesNode(node) && f.From < to && f.To > from {
+		if f.Kind == FaultPause && f.touchesNode(node) && f.From < to && f.To > from {
 			d += f.To - max(f.From, from)
 		}
 	}

@@ -82,13 +82,13 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	// break counts for every channel of the node pair, since the harness
 	// does not tell them apart). A writer that forgot the unacknowledged
 	// items is late here.
-	rec := recoveryOf(j.h, "stream-break")
+	rec := recoveryOf(j.h, FaultStreamBreak)
 	base := deadline.t
 	broke := time.Duration(-1)
 	for grew := true; grew; {
 		grew = false
 		for _, f := range j.h.Faults {
-			if f.Kind == "stream-break" && onLink(f) && f.From > broke && f.From <= deadline.t && f.From+rec >= send.Invoked-bound {
+			if f.Kind == FaultStreamBreak && onLink(f) && f.From > broke && f.From <= deadline.t && f.From+rec >= send.Invoked-bound {
 				broke, grew = f.From, true
 				deadline.t = max(deadline.t, broke+rec+bound)
 			}
@@ -111,13 +111,13 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	excuses := func(stretch bool) func(Fault) bool {
 		return func(f Fault) bool {
 			switch f.Kind {
-			case "stream-break":
+			case FaultStreamBreak:
 				return false // judged above: it delays, it does not excuse
-			case "stream-giveup":
+			case FaultStreamGiveUp:
 				// A relay stream's break holds no worker (relay tasks only
 				// queue on the link): it touches that link's items alone.
 				return onLink(f)
-			case "route-flush":
+			case FaultRouteFlush:
 				if stretch {
 					return false
 				}

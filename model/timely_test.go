@@ -20,7 +20,7 @@ func liveRoom(extra ...Event) *History {
 		Events:    withWindows("r1", map[string][]Window{"u1": open, "u2": open}, events...),
 		Final:     Final{Logs: map[string][]LogEntry{"r1": logOf("a")}},
 		LiveBound: 100 * ms,
-		Recovery:  map[string]time.Duration{"": 5 * time.Second},
+		Recovery:  map[FaultKind]time.Duration{"": 5 * time.Second},
 	}
 }
 
@@ -92,7 +92,7 @@ func TestCheckTimely(t *testing.T) {
 		{"a fault that ended long before does not", func() *History {
 			h := liveRoom(u1, late)
 			h.Faults = []Fault{{From: 0, To: 0, Kind: "pause", Nodes: []string{"n2"}}}
-			h.Recovery = map[string]time.Duration{"": 500 * ms}
+			h.Recovery = map[FaultKind]time.Duration{"": 500 * ms}
 			return h
 		}(), "connected on n2 with no fault on the path from n1, but delivered 3s after the send was invoked; bound 100ms"},
 		{"a per-operation fault on the message excuses it", func() *History {

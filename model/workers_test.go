@@ -80,7 +80,7 @@ func TestCheckWorkersDispatch(t *testing.T) {
 		{"a route flush makes remote members unsure", func() *History {
 			h := seedsRoom("bulk", 50)
 			h.Faults = []Fault{flush}
-			h.Recovery = map[string]time.Duration{"": 10 * time.Second}
+			h.Recovery = map[FaultKind]time.Duration{"": 10 * time.Second}
 			return h
 		}(), ""},
 		{"one member disconnected during the send is unsure", seedsRoom("bulk", 51,

@@ -39,15 +39,6 @@ const (
 	testPrefix = "test:"
 )
 
-// Properties are the names the oracle prints in "violated: <name>: ..."
-// lines. The last three are checked on the integrator's branch: mutants
-// naming them are caught only once it is merged.
-var Properties = []string{
-	model.PropNoLoss, model.PropExactlyOnce, model.PropOrdering, model.PropNoStray,
-	model.PropStreamLeak, model.PropGoroutineLeak, model.PropWorkers, model.PropModeEquivalence,
-	"membership-windows", "timely-live-delivery", "no-task-panics", model.PropForged,
-}
-
 // pseudo are the failures a test suite shows without a violation line,
 // with the text that proves them: a determinism failure is a trace that
 // replayed differently.
@@ -188,7 +179,7 @@ func (m *Mutant) validateSuite() error {
 	_, isPseudo := pseudo[m.Property]
 	switch {
 	case m.Suite == SuiteSweep || m.Suite == SuiteRapid:
-		if !slices.Contains(Properties, m.Property) {
+		if !slices.Contains(model.Properties, m.Property) {
 			return fmt.Errorf("unknown property %q", m.Property)
 		}
 		return nil
@@ -196,7 +187,7 @@ func (m *Mutant) validateSuite() error {
 		if _, _, ok := m.TestTarget(); !ok {
 			return fmt.Errorf("suite %q: want test:<pkg>:<regexp>", m.Suite)
 		}
-		if !isPseudo && !slices.Contains(Properties, m.Property) {
+		if !isPseudo && !slices.Contains(model.Properties, m.Property) {
 			return fmt.Errorf("unknown property %q", m.Property)
 		}
 		return nil

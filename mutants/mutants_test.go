@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/relaysim/relaysim/model"
 )
 
 // TestCatalog checks every catalog file without running anything: it
@@ -51,7 +53,7 @@ func TestCatalogCoversEveryProperty(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range append(slices.Clone(Properties), "determinism") {
+	for _, p := range append(slices.Clone(model.Properties), "determinism") {
 		if !slices.ContainsFunc(all, func(m *Mutant) bool { return m.Property == p }) {
 			t.Errorf("no mutant names %s", p)
 		}

@@ -23,8 +23,9 @@ type Env struct {
 	c    *sim.Cluster
 	// rooms created so far (a first join creates its room).
 	rooms map[string]bool
-	// Marks: the history events, deliveries, faults and trace lines already told.
-	events, deliveries, faults, lines int
+	// Marks: the history events, deliveries, faults and story events
+	// already told.
+	events, deliveries, faults, told int
 	// allRelays tells every relay call, not only those that failed or were
 	// retried (cluster relays=all).
 	allRelays bool
@@ -199,13 +200,13 @@ func (e *Env) news() string {
 		add(f.line, f.text, false)
 	}
 	e.faults = len(h.Faults)
-	lines := traceLines(e.c.Trace)
-	for i := e.lines; i < len(lines); i++ {
-		if s := renderTrace(lines[i], e.allRelays); s != "" {
-			add(i+1, s, false)
+	story := e.c.Story()
+	for _, ev := range story[e.told:] {
+		if s := renderStory(ev, e.allRelays); s != "" {
+			add(ev.Line, s, false)
 		}
 	}
-	e.lines = len(lines)
+	e.told = len(story)
 	sort.SliceStable(items, func(i, j int) bool {
 		if items[i].subject != items[j].subject {
 			return items[i].subject < items[j].subject
@@ -297,7 +298,7 @@ func aggregateFaults(fs []model.Fault) []foldedFault {
 	groups := map[string]*group{}
 	var order []string
 	for _, f := range fs {
-		if !f.Op || f.Kind == "partition" {
+		if !f.Op || f.Kind == model.FaultPartition {
 			continue // told by the command that applied it (a partition's lost calls: by the relay lines)
 		}
 		// "n1 fault drop-response -> n2" (a call), "n1 fault redis-outage".
@@ -305,7 +306,7 @@ func aggregateFaults(fs []model.Fault) []foldedFault {
 		if len(f.Nodes) > 0 {
 			key = f.Nodes[0]
 		}
-		key += " fault " + f.Kind
+		key += " fault " + string(f.Kind)
 		if len(f.Nodes) > 1 {
 			key += " -> " + strings.Join(f.Nodes[1:], ",")
 		}
@@ -349,68 +350,38 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// traceLines returns the whole trace, line n at index n-1.
-func traceLines(t *sim.Trace) []string {
-	text := strings.TrimSuffix(t.Text(), "\n")
-	if text == "" {
-		return nil
-	}
-	return strings.Split(text, "\n")
-}
-
-// renderTrace keeps the trace lines a story tells: nodes going down, up
-// and upgraded, relay calls that failed or were retried (every relay call
-// with allRelays), and relay streams that broke, fell back, dropped or
-// handed over (opened and acknowledged too with allRelays). The time is
-// dropped, and so is the mode of a node.up line (the harness's).
-func renderTrace(line string, allRelays bool) string {
-	if !strings.HasPrefix(line, "t=") {
-		return "" // header
-	}
-	_, rest, _ := strings.Cut(line, " ")
-	node, what, _ := strings.Cut(rest, " ")
-	switch {
-	case strings.HasPrefix(what, "node.up "):
-		return node + " up " + dropField(strings.TrimPrefix(what, "node.up "), "mode=")
-	case strings.HasPrefix(what, "node.crash"):
-		return node + " crashed " + strings.TrimPrefix(what, "node.crash ")
-	case strings.HasPrefix(what, "node.upgrade"), strings.HasPrefix(what, "node.start failed"):
-		return node + " " + strings.TrimPrefix(what, "node.")
-	case !isEvent(what):
-		return "" // a scheduled operation ("stream.write <op id>"), not an event
-	case strings.HasPrefix(what, "relay."):
-		if !allRelays && (strings.HasSuffix(what, " attempt=1 ok") || strings.HasSuffix(what, " attempt=1 queued")) {
+// renderStory tells the story events a scenario tells: nodes going down,
+// up and upgraded, relay calls that failed or were retried (every relay
+// call with allRelays), and relay streams that broke, fell back, dropped
+// or handed over (opened and acknowledged too with allRelays). The mode of
+// a node that came up is left out (the harness's, not the story's).
+func renderStory(ev sim.StoryEvent, allRelays bool) string {
+	switch w := ev.What.(type) {
+	case sim.NodeUp:
+		s := fmt.Sprintf("%s up epoch=%d", ev.Node, w.Epoch)
+		if w.Protocol != system.ProtocolLatest {
+			s += fmt.Sprintf(" protocol=v%d (relays in %s)", w.Protocol, w.RelaysIn)
+		}
+		return s
+	case sim.NodeCrash:
+		return fmt.Sprintf("%s crashed epoch=%d", ev.Node, w.Epoch)
+	case sim.NodeUpgrade:
+		if w.AtRestart {
+			return fmt.Sprintf("%s upgrade v%d -> v%d at its restart", ev.Node, w.From, w.To)
+		}
+		return fmt.Sprintf("%s upgrade v%d -> v%d epoch=%d", ev.Node, w.From, w.To, w.Epoch)
+	case sim.NodeStartFailed:
+		return fmt.Sprintf("%s start failed (try %d): %v", ev.Node, w.Try, w.Err)
+	case sim.RelayCall:
+		if !allRelays && w.Quiet() {
 			return ""
 		}
-		return node + " " + what
-	case strings.HasPrefix(what, "stream."):
-		if !allRelays && (strings.HasPrefix(what, "stream.open ") || strings.HasPrefix(what, "stream.ack ")) {
+		return ev.Node + " " + w.String()
+	case sim.StreamStep:
+		if !allRelays && w.Quiet() {
 			return ""
 		}
-		return node + " " + what
+		return ev.Node + " " + w.String()
 	}
 	return ""
-}
-
-// isEvent tells a relay or stream event line ("relay.bulk -> n2 ...",
-// "stream.broken -> n2 ...") from the line of an operation the scheduler
-// released ("stream.write n1@2.4#0 ->n2"); other lines pass.
-func isEvent(what string) bool {
-	if !strings.HasPrefix(what, "relay.") && !strings.HasPrefix(what, "stream.") {
-		return true
-	}
-	_, rest, _ := strings.Cut(what, " ")
-	return strings.HasPrefix(rest, "-> ")
-}
-
-// dropField removes the space-separated field with prefix from s.
-func dropField(s, prefix string) string {
-	fs := strings.Fields(s)
-	out := fs[:0]
-	for _, f := range fs {
-		if !strings.HasPrefix(f, prefix) {
-			out = append(out, f)
-		}
-	}
-	return strings.Join(out, " ")
 }

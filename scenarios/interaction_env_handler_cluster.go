@@ -60,6 +60,7 @@ func (e *Env) handleCluster(a *args) (string, error) {
 		Cost:     cost,
 		Strategy: &sim.Random{C: seed.Derive("scheduler").Rand()},
 		Trace:    sim.NewTrace(true, 200),
+		Story:    true,
 	})
 	e.c = c // closed by Close even when a node failed to start
 	if err != nil {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim"
 )
 
@@ -20,7 +21,7 @@ func (e *Env) handleCrash(a *args) (string, error) {
 	if !e.c.Up(i) {
 		return "", fmt.Errorf("crash: %s is down already", e.c.NodeIDs()[i])
 	}
-	if err := e.c.Apply(sim.Fault{Kind: "crash", Node: i}); err != nil {
+	if err := e.c.Apply(sim.Fault{Kind: model.FaultCrash, Node: i}); err != nil {
 		return "", err
 	}
 	return e.news(), nil
@@ -47,12 +48,12 @@ func (e *Env) handleRestart(a *args) (string, error) {
 	case up && v == 0:
 		return "", fmt.Errorf("restart: %s is up (restart protocol=vN upgrades a running node)", e.c.NodeIDs()[i])
 	case v != 0:
-		if err := e.c.Apply(sim.Fault{Kind: "upgrade", Node: i, Protocol: v}); err != nil {
+		if err := e.c.Apply(sim.Fault{Kind: model.FaultUpgrade, Node: i, Protocol: v}); err != nil {
 			return "", err
 		}
 	}
 	if !up {
-		if err := e.c.Apply(sim.Fault{Kind: "restart", Node: i}); err != nil {
+		if err := e.c.Apply(sim.Fault{Kind: model.FaultRestart, Node: i}); err != nil {
 			return "", err
 		}
 	}

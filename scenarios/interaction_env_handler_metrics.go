@@ -39,6 +39,6 @@ func (e *Env) handleTrace(a *args) (string, error) {
 	if a.err != nil {
 		return "", nil
 	}
-	lines := traceLines(e.c.Trace)
+	lines := e.c.Trace.Numbered()
 	return strings.Join(lines[max(0, len(lines)-n):], "\n") + "\n", nil
 }

@@ -242,7 +242,7 @@ func (m *machine) crash(rt *rapid.T) {
 		rt.Skip("keep one node up")
 	}
 	m.down[i] = true
-	m.inject(rt, sim.Fault{Kind: "crash", Node: i})
+	m.inject(rt, sim.Fault{Kind: model.FaultCrash, Node: i})
 }
 
 func (m *machine) restart(rt *rapid.T) {
@@ -251,7 +251,7 @@ func (m *machine) restart(rt *rapid.T) {
 		rt.Skip("node is up")
 	}
 	delete(m.down, i)
-	m.inject(rt, sim.Fault{Kind: "restart", Node: i})
+	m.inject(rt, sim.Fault{Kind: model.FaultRestart, Node: i})
 }
 
 func (m *machine) partition(rt *rapid.T) {
@@ -260,7 +260,7 @@ func (m *machine) partition(rt *rapid.T) {
 		rt.Skip("one node")
 	}
 	a := m.node(rt)
-	f := sim.Fault{Kind: "partition", Node: a, Peer: -1}
+	f := sim.Fault{Kind: model.FaultPartition, Node: a, Peer: -1}
 	if rapid.Bool().Draw(rt, "isolate") == false {
 		f.Peer = (a + 1 + rapid.IntRange(0, n-2).Draw(rt, "peer")) % n
 		f.OneWay = rapid.Bool().Draw(rt, "one-way")
@@ -278,24 +278,24 @@ func (m *machine) heal(rt *rapid.T) {
 func (m *machine) upgrade(rt *rapid.T) {
 	i := m.node(rt)
 	v := rapid.IntRange(1, 3).Draw(rt, "to")
-	m.inject(rt, sim.Fault{Kind: "upgrade", Node: i, Protocol: v})
+	m.inject(rt, sim.Fault{Kind: model.FaultUpgrade, Node: i, Protocol: v})
 }
 
-func (m *machine) flushRoutes(rt *rapid.T) { m.inject(rt, sim.Fault{Kind: "route-flush"}) }
+func (m *machine) flushRoutes(rt *rapid.T) { m.inject(rt, sim.Fault{Kind: model.FaultRouteFlush}) }
 
 func (m *machine) redisOutage(rt *rapid.T) {
 	d := rapid.SampledFrom([]time.Duration{50 * time.Millisecond, time.Second}).Draw(rt, "for")
-	m.inject(rt, sim.Fault{Kind: "redis-outage", For: d})
+	m.inject(rt, sim.Fault{Kind: model.FaultRedisOutage, For: d})
 }
 
 func (m *machine) redisSpike(rt *rapid.T) {
 	d := rapid.SampledFrom([]time.Duration{200 * time.Millisecond, 2 * time.Second}).Draw(rt, "for")
-	m.inject(rt, sim.Fault{Kind: "redis-spike", For: d})
+	m.inject(rt, sim.Fault{Kind: model.FaultRedisSpike, For: d})
 }
 
 func (m *machine) pause(rt *rapid.T) {
 	d := rapid.SampledFrom([]time.Duration{100 * time.Millisecond, time.Second, 3 * time.Second}).Draw(rt, "for")
-	m.inject(rt, sim.Fault{Kind: "pause", Node: m.node(rt), For: d})
+	m.inject(rt, sim.Fault{Kind: model.FaultPause, Node: m.node(rt), For: d})
 }
 
 func (m *machine) slowClient(rt *rapid.T) {
@@ -303,20 +303,15 @@ func (m *machine) slowClient(rt *rapid.T) {
 	// Through the fault injector, so that the oracle knows the client read
 	// slowly (an action alone left it judging u's live deliveries as if
 	// nothing had happened: a false timely-live-delivery).
-	m.inject(rt, sim.Fault{Kind: "slow", User: m.user(rt), For: d})
+	m.inject(rt, sim.Fault{Kind: model.FaultSlow, User: m.user(rt), For: d})
 }
 
-// inject applies a fault from a goroutine of its own (a restart passes
-// gates, which the driver must keep scheduling).
+// inject applies a fault through the cluster's control panel (Apply: a
+// goroutine of its own, since a restart passes gates the driver must keep
+// scheduling).
 func (m *machine) inject(rt *rapid.T, f sim.Fault) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		m.c.Sched.Gate("chaos", sim.KindChaos, fmt.Sprintf("%v %s", m.c.Now(), f))
-		m.c.Inject(f)
-	}()
-	if !m.c.Sched.Await(done, time.Minute) {
-		rt.Fatalf("fault %s did not complete within a minute of virtual time", f)
+	if err := m.c.Apply(f); err != nil {
+		rt.Fatalf("%v", err)
 	}
 }
 
@@ -339,13 +334,11 @@ func (m *machine) invariants(rt *rapid.T) {
 
 // finish runs the liveness phase and checks everything.
 func (m *machine) finish(rt *rapid.T) {
-	if err := m.c.Liveness(); err != nil {
+	// The runner's liveness phase, with a one-minute drain sampled once
+	// (the pool's keep-alive is 5 s).
+	if err := m.c.Drain(time.Minute, time.Minute); err != nil {
 		rt.Fatalf("liveness: %v", err)
 	}
-	m.c.Sched.RunFor(60 * time.Second)
-	m.c.Sample(false, true)
-	m.c.Sched.RunFor(6 * time.Second)
-	m.c.Sample(true, true)
 	h, err := m.c.Snapshot()
 	if err != nil {
 		rt.Fatalf("read state: %v", err)
@@ -359,24 +352,12 @@ func (m *machine) banner(when string, vs []model.Violation) string {
 	if *traceFlag != "" {
 		_ = os.WriteFile(*traceFlag, []byte(m.c.Trace.Text()), 0o644)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n%s\nrelaysim property FAILED %s: mode=%s nodes=%d users=%d faults: %s\n",
-		strings.Repeat("=", 78), when, m.mode, len(m.c.NodeIDs()), len(m.users), m.mix)
-	shown := sim.BannerViolations(vs, 10)
-	for _, v := range shown {
-		fmt.Fprintf(&b, "violated: %s\n", v)
-	}
-	if more := len(vs) - len(shown); more > 0 {
-		fmt.Fprintf(&b, "... and %d more\n", more)
-	}
-	title, lines := sim.TraceExcerpt(m.c.Trace, vs)
-	fmt.Fprintln(&b, title)
-	for _, l := range lines {
-		fmt.Fprintf(&b, "  %s\n", l)
-	}
-	fmt.Fprintf(&b, "trace-hash %s\n", m.c.Trace.Hash())
-	fmt.Fprintf(&b, "replay: %s\n", rapidReplay(m.mode))
-	fmt.Fprintln(&b, "        (the checks again from their base seed, down to the same shrunk case; the -rapid.failfile rapid prints below replays the shrunk case at once)")
-	fmt.Fprintf(&b, "note: a seed belongs to its commit (%s); rapid's fail files in testdata/rapid are kept as regression cases.\n", commit())
-	return b.String()
+	return "\n" + sim.Report{
+		Headline: fmt.Sprintf("relaysim property FAILED %s: mode=%s nodes=%d users=%d faults: %s",
+			when, m.mode, len(m.c.NodeIDs()), len(m.users), m.mix),
+		Violations: vs, Trace: m.c.Trace, TraceHash: m.c.Trace.Hash(),
+		Replay: []string{rapidReplay(m.mode),
+			"(the checks again from their base seed, down to the same shrunk case; the -rapid.failfile rapid prints below replays the shrunk case at once)"},
+		Commit: fmt.Sprintf("a seed belongs to its commit (%s); rapid's fail files in testdata/rapid are kept as regression cases.", commit()),
+	}.String()
 }

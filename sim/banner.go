@@ -10,24 +10,34 @@ import (
 	"github.com/relaysim/relaysim/model"
 )
 
-// Banner renders a failed run for a human: seed, mode, scheduler, fault
-// mix, cost model, the violated properties with evidence, the trace lines
-// around the first evidence line (the last lines when there is none or the
-// trace was not kept: see WholeTrace), the commit and the one command that
-// replays it.
-func Banner(r *Result, replay, commit string) string {
+// Report is a failure banner: what failed, the violated properties with
+// evidence, the trace lines around the first evidence line, the trace
+// hash, how to replay it and which commit it belongs to. Every banner is
+// one (a run's: Banner; a property case's: scenarios), so that they read
+// alike.
+type Report struct {
+	Headline string // "relaysim FAILED  seed=0x2a mode=bulk ..."
+	// Facts are lines under the headline ("faults: ...", "error:  ...").
+	Facts      []string
+	Violations []model.Violation
+	Notes      []string
+	// Trace, when set, gives the excerpt (TraceExcerpt).
+	Trace     *Trace
+	TraceHash string
+	// Replay is the command that replays the failure, then lines that
+	// explain it.
+	Replay []string
+	// Commit is the closing note: the commit the failure belongs to.
+	Commit string
+}
+
+func (r Report) String() string {
 	var b strings.Builder
-	c := r.Config
-	line := strings.Repeat("=", 78)
-	fmt.Fprintln(&b, line)
-	fmt.Fprintf(&b, "relaysim FAILED  seed=%s mode=%s scheduler=%s channels=%d\n", c.Seed, c.Mode, c.Scheduler, r.Channels)
-	fmt.Fprintf(&b, "faults: %s\n", r.Mix)
-	fmt.Fprintf(&b, "cost:   %s\n", r.Cost)
-	if r.Err != nil {
-		fmt.Fprintf(&b, "error:  %v\n", r.Err)
-	}
-	if r.BubbleErr != nil {
-		fmt.Fprintf(&b, "bubble: %v\n", r.BubbleErr)
+	rule := strings.Repeat("=", 78)
+	fmt.Fprintln(&b, rule)
+	fmt.Fprintln(&b, r.Headline)
+	for _, f := range r.Facts {
+		fmt.Fprintln(&b, f)
 	}
 	shown := BannerViolations(r.Violations, 10)
 	for _, v := range shown {
@@ -36,7 +46,7 @@ func Banner(r *Result, replay, commit string) string {
 	if more := len(r.Violations) - len(shown); more > 0 {
 		fmt.Fprintf(&b, "... and %d more violations\n", more)
 	}
-	for _, n := range r.notes {
+	for _, n := range r.Notes {
 		fmt.Fprintf(&b, "note:    %s\n", n)
 	}
 	if r.Trace != nil {
@@ -47,10 +57,39 @@ func Banner(r *Result, replay, commit string) string {
 		}
 	}
 	fmt.Fprintf(&b, "trace-hash %s\n", r.TraceHash)
-	fmt.Fprintf(&b, "replay:  %s\n", replay)
-	fmt.Fprintf(&b, "note:    a seed belongs to its commit (%s); on another commit it may run differently.\n", commit)
-	fmt.Fprintln(&b, line)
+	for i, l := range r.Replay {
+		prefix := "         "
+		if i == 0 {
+			prefix = "replay:  "
+		}
+		fmt.Fprintf(&b, "%s%s\n", prefix, l)
+	}
+	fmt.Fprintf(&b, "note:    %s\n", r.Commit)
+	fmt.Fprintln(&b, rule)
 	return b.String()
+}
+
+// Banner renders a failed run for a human (a Report): seed, mode,
+// scheduler, fault mix, cost model, the violated properties with evidence,
+// the trace lines around the first evidence line (the last lines when
+// there is none or the trace was not kept: see WholeTrace), the commit and
+// the one command that replays it.
+func Banner(r *Result, replay, commit string) string {
+	c := r.Config
+	rep := Report{
+		Headline:   fmt.Sprintf("relaysim FAILED  seed=%s mode=%s scheduler=%s channels=%d", c.Seed, c.Mode, c.Scheduler, r.Channels),
+		Facts:      []string{fmt.Sprintf("faults: %s", r.Mix), fmt.Sprintf("cost:   %s", r.Cost)},
+		Violations: r.Violations, Notes: r.notes, Trace: r.Trace, TraceHash: r.TraceHash,
+		Replay: []string{replay},
+		Commit: fmt.Sprintf("a seed belongs to its commit (%s); on another commit it may run differently.", commit),
+	}
+	if r.Err != nil {
+		rep.Facts = append(rep.Facts, fmt.Sprintf("error:  %v", r.Err))
+	}
+	if r.BubbleErr != nil {
+		rep.Facts = append(rep.Facts, fmt.Sprintf("bubble: %v", r.BubbleErr))
+	}
+	return rep.String()
 }
 
 // BannerViolations picks the violations a banner prints: the first most,
@@ -89,7 +128,7 @@ func TraceExcerpt(t *Trace, vs []model.Violation) (string, []string) {
 			break
 		}
 	}
-	if len(evidence) == 0 || !t.keep {
+	if len(evidence) == 0 || !t.Kept() {
 		return "last trace lines:", t.Tail(30)
 	}
 	first := evidence[0]
@@ -98,7 +137,7 @@ func TraceExcerpt(t *Trace, vs []model.Violation) (string, []string) {
 	for _, n := range evidence {
 		mark[n] = true
 	}
-	all := t.numbered()
+	all := t.Numbered()
 	var out []string
 	show := func(n int) {
 		if n < 1 || n > len(all) {
@@ -143,13 +182,13 @@ func firstWith(vs []model.Violation) model.Violation {
 // can show the lines around the evidence. If the hashes differ it returns
 // r with a note saying so (a determinism bug). t may be nil outside tests.
 func WholeTrace(t *testing.T, r *Result) *Result {
-	if !r.Failed() || r.Trace == nil || r.Trace.keep || firstWith(r.Violations).Property == "" {
+	if !r.Failed() || r.Trace == nil || r.Trace.Kept() || firstWith(r.Violations).Property == "" {
 		return r
 	}
 	cfg := r.Config
 	cfg.KeepTrace = true
 	if e := cfg.Exhaustive; e != nil {
-		cfg.Exhaustive = e.replay()
+		cfg.Exhaustive = e.Replay()
 	}
 	again := Run(t, cfg)
 	if again.TraceHash != r.TraceHash || again.Trace == nil {

@@ -18,30 +18,6 @@ import (
 // (released gated operations, Result.Steps, per wall second) and
 // wall-ms/seed (one complete run). BenchmarkAxisB50 also reports peak heap.
 
-// benchRun runs one simulation from a benchmark. synctest bubbles need a
-// *testing.T, which a benchmark does not have, so the run is wrapped in a
-// one-test testing.RunTests (its own T and bubble; the match function accepts
-// it whatever -test.run says). Run(nil, ...) is not used here: its in-process
-// testing.M would re-apply this binary's flags (-run '^$' would skip the
-// run, and -cpuprofile would truncate the benchmark's own profile).
-func benchRun(b *testing.B, cfg Config) *Result {
-	b.Helper()
-	var res *Result
-	tests := []testing.InternalTest{{Name: "BenchRun", F: func(t *testing.T) {
-		if res == nil { // -count=N would run the test N times: once is enough
-			res = Run(t, cfg)
-		}
-	}}}
-	always := func(string, string) (bool, error) { return true, nil }
-	if !testing.RunTests(always, tests) || res == nil {
-		b.Fatalf("seed %s mode %s: the simulation test failed", cfg.Seed, cfg.Mode)
-	}
-	if res.Failed() {
-		b.Fatalf("seed %s mode %s: err=%v bubble=%v violations=%d", cfg.Seed, cfg.Mode, res.Err, res.BubbleErr, len(res.Violations))
-	}
-	return res
-}
-
 // speed accumulates runs and reports the custom metrics.
 type speed struct {
 	virtual, wall time.Duration
@@ -86,7 +62,7 @@ func BenchmarkDefaultRun(b *testing.B) {
 			cfg.Seed, cfg.Mode = 0x2a, mode
 			var s speed
 			for b.Loop() {
-				s.add(b, benchRun(b, cfg))
+				s.add(b, BenchRun(b, cfg))
 			}
 			s.report(b)
 		})
@@ -121,7 +97,7 @@ func BenchmarkAxisB50(b *testing.B) {
 			var peak uint64
 			for b.Loop() {
 				base, stop := heapSampler()
-				s.add(b, benchRun(b, cfg))
+				s.add(b, BenchRun(b, cfg))
 				if p := stop(); p > base {
 					peak = max(peak, p-base)
 				}

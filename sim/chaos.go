@@ -2,11 +2,15 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 )
 
 // StartChaos injects the planned faults from their own goroutine (a
@@ -30,7 +34,7 @@ func (c *Cluster) StartChaos(plan []Fault) <-chan struct{} {
 			if !c.faults.on {
 				return
 			}
-			c.Sched.Gate("chaos", KindChaos, fmt.Sprintf("f%d %s", i+1, f.Kind))
+			c.Sched.Gate(dst.GateSpec{Node: "chaos", Kind: KindChaos, ID: fmt.Sprintf("f%d %s", i+1, f.Kind)})
 			c.Inject(f)
 		}
 	}()
@@ -44,69 +48,67 @@ func (c *Cluster) chaosStop() <-chan struct{} {
 	return c.stopChaos
 }
 
-// Inject applies one fault now.
+// Inject applies one fault now: counted, traced and recorded by the
+// injector (inject.go), then done.
 func (c *Cluster) Inject(f Fault) {
-	c.Stats.FaultsInjected++
-	c.Trace.Event(c.Now(), "chaos", "fault %s", f)
-	c.recordTimed(f)
+	c.inject(injection{node: "chaos", what: f.String(), record: c.timedRecord(f)})
 	switch f.Kind {
-	case "crash":
+	case model.FaultCrash:
 		c.Crash(f.Node)
-	case "restart":
+	case model.FaultRestart:
 		if err := c.Restart(f.Node); err != nil {
 			c.Trace.Event(c.Now(), "chaos", "restart n%d failed: %v", f.Node+1, err)
 		}
-	case "upgrade":
+	case model.FaultUpgrade:
 		if err := c.Upgrade(f.Node, f.Protocol); err != nil {
 			c.Trace.Event(c.Now(), "chaos", "upgrade n%d failed: %v", f.Node+1, err)
 		}
-	case "partition":
+	case model.FaultPartition:
 		for _, l := range c.links(f) {
 			c.Net.Cut(l[0], l[1])
 		}
-	case "heal":
+	case model.FaultHeal:
+		c.rec.endPartition(c.linkNodes(f), c.Now())
 		for _, l := range c.links(f) {
 			c.Net.Uncut(l[0], l[1])
 		}
-	case "pause":
+	case model.FaultPause:
 		c.Sched.Pause(c.nodes[f.Node].id, c.Now()+f.For)
-	case "redis-outage":
+	case model.FaultRedisOutage:
 		c.faults.outages = append(c.faults.outages, [2]time.Duration{c.Now(), c.Now() + f.For})
-	case "redis-spike":
+	case model.FaultRedisSpike:
 		c.faults.addSpike(c.Now(), c.Now()+f.For, redisSpikeLatency)
-	case "route-flush":
+	case model.FaultRouteFlush:
 		c.FlushRoutes()
-	case "vanish":
+	case model.FaultVanish:
 		c.Do(Action{At: c.Now(), User: f.User, Kind: ActVanish})
-	case "slow":
+	case model.FaultSlow:
 		c.Do(Action{At: c.Now(), User: f.User, Kind: ActSlow, For: f.For})
-	case "forge":
+	case model.FaultForge:
 		c.doNow(f.Forge.action(c.Now(), f.User))
 	}
 }
 
-// recordTimed gives the oracle the fault: what it touches and for how
-// long. A crash is recorded by Crash (and ends when the node is up again),
-// a partition ends at its heal.
-func (c *Cluster) recordTimed(f Fault) {
+// timedRecord is the oracle's record of a timed fault: what it touches
+// and for how long. A crash is recorded by Crash (and ends when the node
+// is up again), an upgrade by Upgrade, a forgery by the forged call's own
+// event; a partition ends at its heal.
+func (c *Cluster) timedRecord(f Fault) *model.Fault {
 	now := c.Now()
-	mf := model.Fault{From: now, To: now + f.For, Kind: f.Kind}
+	mf := &model.Fault{From: now, To: now + f.For, Kind: f.Kind}
 	switch f.Kind {
-	case "crash", "restart", "upgrade", "forge": // forge: the forged call's own event records it
-		return
-	case "partition":
+	case model.FaultCrash, model.FaultRestart, model.FaultUpgrade, model.FaultForge, model.FaultHeal:
+		return nil
+	case model.FaultPartition:
 		mf.To, mf.Nodes = -1, c.linkNodes(f)
-	case "heal":
-		c.endPartition(c.linkNodes(f))
-		return
-	case "pause":
+	case model.FaultPause:
 		mf.Nodes = []string{c.nodes[f.Node].id}
-	case "redis-outage", "redis-spike", "route-flush":
+	case model.FaultRedisOutage, model.FaultRedisSpike, model.FaultRouteFlush:
 		mf.Redis = true
-	case "vanish", "slow":
+	case model.FaultVanish, model.FaultSlow:
 		mf.User = f.User
 	}
-	c.recordFault(mf)
+	return mf
 }
 
 // linkNodes lists the nodes a partition fault cuts, sorted.
@@ -114,26 +116,13 @@ func (c *Cluster) linkNodes(f Fault) []string {
 	var out []string
 	for _, l := range c.links(f) {
 		for _, n := range l {
-			if !slicesContains(out, n) {
+			if !slices.Contains(out, n) {
 				out = append(out, n)
 			}
 		}
 	}
 	sort.Strings(out)
 	return out
-}
-
-// endPartition ends the open partition over exactly nodes.
-func (c *Cluster) endPartition(nodes []string) {
-	c.histMu.Lock()
-	defer c.histMu.Unlock()
-	for i := range c.hist.Faults {
-		f := &c.hist.Faults[i]
-		if f.Kind == "partition" && f.To < 0 && strings.Join(f.Nodes, ",") == strings.Join(nodes, ",") {
-			f.To = c.Now()
-			return
-		}
-	}
 }
 
 // links lists the one-way links a partition fault cuts.
@@ -156,44 +145,15 @@ func (c *Cluster) links(f Fault) [][2]string {
 }
 
 // FlushRoutes deletes every routing entry (loss of routing keys).
-func (c *Cluster) FlushRoutes() {
-	keys := c.Redis.Keys()
+func (c *Cluster) FlushRoutes() { FlushRoutes(c.Redis) }
+
+// FlushRoutes deletes every routing entry of m, in key order.
+func FlushRoutes(m *miniredis.Miniredis) {
+	keys := m.Keys()
 	sort.Strings(keys)
 	for _, k := range keys {
 		if strings.HasPrefix(k, "route:") {
-			c.Redis.Del(k)
+			m.Del(k)
 		}
 	}
-}
-
-// Liveness ends the fault phase: faults stop, partitions heal, paused and
-// crashed nodes come back, and every user reconnects (with its cursors).
-func (c *Cluster) Liveness() error {
-	c.faults.on = false
-	if c.stopChaos != nil {
-		close(c.stopChaos)
-		c.stopChaos = nil
-	}
-	c.Net.Heal()
-	c.endFault("partition", "")
-	c.Sched.lock <- struct{}{}
-	c.Sched.pausedTo = map[string]time.Duration{}
-	<-c.Sched.lock
-	c.Trace.Event(c.Now(), "chaos", "liveness: faults off, heal, restart, reconnect")
-	for i, sn := range c.nodes {
-		if !sn.up {
-			if err := c.drive(func() error { return c.Restart(i) }); err != nil {
-				return fmt.Errorf("restart n%d: %w", i+1, err)
-			}
-		}
-		// A restart the injector began finishes on its own.
-		for sn.starting {
-			c.Sched.RunFor(10 * time.Millisecond)
-		}
-	}
-	for _, cl := range c.userList() {
-		node := int(hashString(cl.user) % uint64(len(c.nodes)))
-		c.Do(Action{At: c.Now(), User: cl.user, Kind: ActConnect, Node: node})
-	}
-	return nil
 }

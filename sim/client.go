@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -165,7 +166,7 @@ func (cl *Client) run() {
 		cl.n++
 		id := fmt.Sprintf("a%d %s", cl.n, a.String()[len(cl.user)+1:])
 		cl.mu.Unlock()
-		cl.c.Sched.Gate(cl.user, KindClient, id)
+		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: id})
 		if cl.c.Trace.Frozen() {
 			return // teardown began while the action waited
 		}
@@ -267,7 +268,7 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 
 const (
 	clientAttempts = 5
-	clientTimeout  = 2 * time.Second
+	ClientTimeout  = 2 * time.Second // a client call's deadline (the floor benchmarks replay calls with it)
 	clientBackoff  = 250 * time.Millisecond
 )
 
@@ -288,12 +289,12 @@ func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, 
 	cl.setPending(a, inv)
 	for ; try <= clientAttempts; try++ {
 		node = cl.callNode(a.Node, try)
-		ctx, cancel := context.WithTimeout(cl.ctx, clientTimeout)
+		ctx, cancel := context.WithTimeout(cl.ctx, ClientTimeout)
 		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try),
 			system.MDUser, cl.user, system.MDUserToken, cl.credential(a))
 		r, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
 		cancel()
-		cl.c.Sched.Gate(cl.user, KindRPCDone, fmt.Sprintf("a%d try%d", n, try))
+		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try%d", n, try)})
 		if err == nil || !clientRetryable(err) || cl.ctx.Err() != nil {
 			break
 		}
@@ -343,7 +344,7 @@ func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err
 		c.Stats.SendsOK++
 	}
 	ev.TraceLine = c.Trace.Event(c.Now(), cl.user, "%s %s", a.String()[len(cl.user)+1:], res)
-	c.record(ev)
+	c.rec.event(ev)
 }
 
 // callNode picks the node for a unary call: the connected node first, else
@@ -375,7 +376,7 @@ func (c *Cluster) clientConn(node, tag string) *grpc.ClientConn {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(c.Net.Dialer(tag)),
 		grpc.WithConnectParams(deterministicConnect),
-		grpc.WithReadBufferSize(grpcReadBuffer),
+		grpc.WithReadBufferSize(GRPCReadBuffer),
 	)
 	if err != nil {
 		panic(fmt.Sprintf("grpc.NewClient(%s): %v", node, err)) // only fails on malformed options
@@ -425,7 +426,7 @@ func (cl *Client) connect(node int, inv invocation) {
 		cancel()
 		_ = cc.Close()
 		line := c.Trace.Event(c.Now(), cl.user, "connect %s #%d err=%s", id, gen, status.Code(err))
-		c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, Err: status.Code(err).String(), Cursors: sent,
+		c.rec.event(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, Err: status.Code(err).String(), Cursors: sent,
 			Invoked: inv.at, InvokedLine: inv.line, TraceLine: line})
 		return
 	}
@@ -434,7 +435,7 @@ func (cl *Client) connect(node int, inv invocation) {
 	cl.stream = cs
 	cl.mu.Unlock()
 	line := c.Trace.Event(c.Now(), cl.user, "connect %s #%d cursors=%d", id, gen, len(cursors))
-	c.record(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, OK: true, Cursors: sent,
+	c.rec.event(model.Event{Time: c.Now(), Kind: model.KindConnect, User: cl.user, Node: id, OK: true, Cursors: sent,
 		Invoked: inv.at, InvokedLine: inv.line, TraceLine: line})
 	go cl.recv(cs, stream)
 }
@@ -447,14 +448,14 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 	for {
 		d, err := stream.Recv()
 		if err != nil {
-			c.Sched.Gate(cl.user, KindClient, fmt.Sprintf("#%d end", cs.gen))
+			c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d end", cs.gen)})
 			cl.streamEnded(cs, err)
 			return
 		}
 		cl.mu.Lock()
 		slow := cl.slowUntil - c.Now()
 		cl.mu.Unlock()
-		c.Sched.GateDelay(cl.user, KindClient, fmt.Sprintf("#%d recv %s#%d", cs.gen, d.Room, d.Seq), max(slow, 0))
+		c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d recv %s#%d", cs.gen, d.Room, d.Seq), Extra: max(slow, 0)})
 		cl.mu.Lock()
 		dead := cs.vanished || cs.closing
 		if !dead && d.Seq > cl.cursors[d.Room] {
@@ -467,7 +468,7 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 		c.Stats.Deliveries++
 		src := map[bool]string{true: " log"}[d.FromLog]
 		line := c.Trace.Event(c.Now(), cl.user, "deliver %s#%d %s%s", d.Room, d.Seq, d.MsgId, src)
-		c.recordDelivery(model.Event{Time: c.Now(), Kind: model.KindDeliver, User: cl.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId, FromLog: d.FromLog, Node: c.nodes[cs.node].id, TraceLine: line})
+		c.rec.delivery(model.Event{Time: c.Now(), Kind: model.KindDeliver, User: cl.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId, FromLog: d.FromLog, Node: c.nodes[cs.node].id, TraceLine: line})
 	}
 }
 
@@ -489,7 +490,7 @@ func (cl *Client) streamEnded(cs *clientStream, err error) {
 	cs.cancel()
 	_ = cs.cc.Close()
 	line := c.Trace.Event(c.Now(), cl.user, "stream #%d ended by server: %s", cs.gen, status.Code(err))
-	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, Err: status.Code(err).String(), TraceLine: line})
+	c.rec.event(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, Err: status.Code(err).String(), TraceLine: line})
 	// Like a real client, reconnect (to the next node) after a pause.
 	c.Do(Action{At: c.Now() + reconnectAfter, User: cl.user, Kind: ActConnect, Node: (cs.node + 1) % len(c.nodes)})
 }
@@ -513,7 +514,7 @@ func (cl *Client) disconnect(inv invocation) {
 	<-cs.recvDone
 	c := cl.c
 	line := c.Trace.Event(c.Now(), cl.user, "disconnect #%d", cs.gen)
-	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line,
+	c.rec.event(model.Event{Time: c.Now(), Kind: model.KindDisconnect, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line,
 		Invoked: inv.at, InvokedLine: inv.line})
 }
 
@@ -533,9 +534,9 @@ func (cl *Client) vanish() {
 		return
 	}
 	c := cl.c
-	c.Net.vanishFrom(cs.tag)
+	c.Net.VanishFrom(cs.tag)
 	line := c.Trace.Event(c.Now(), cl.user, "vanish #%d", cs.gen)
-	c.record(model.Event{Time: c.Now(), Kind: model.KindDisconnect, Vanish: true, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line})
+	c.rec.event(model.Event{Time: c.Now(), Kind: model.KindDisconnect, Vanish: true, User: cl.user, Node: c.nodes[cs.node].id, TraceLine: line})
 }
 
 // close stops the actor and closes every connection (teardown).

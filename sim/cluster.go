@@ -6,10 +6,8 @@ import (
 	"io"
 	"net"
 	"runtime/pprof"
-	"slices"
 	"sort"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -17,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/sim/dst/memnet"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -43,24 +43,32 @@ type ClusterConfig struct {
 	Versions []int
 	// History, when set, receives the history as it is recorded.
 	History io.Writer
+	// Story keeps what the trace tells as typed events (Cluster.Story):
+	// the scenario files render their output from them.
+	Story bool
+	// RecordNode, when set, adds a recorder to every node incarnation: a
+	// go-redis hook inside the simulation's own (it sees the commands
+	// that reach miniredis) and gRPC server options (a stats handler sees
+	// every call and message). Only the floor benchmarks set it
+	// (sim/floorbench); nil adds nothing.
+	RecordNode func(node string) (redis.Hook, []grpc.ServerOption)
 }
 
 // Cluster is a relay cluster inside one bubble: nodes over bufconn, one
 // miniredis, simulated clients, the scheduler, and the recorded history.
 type Cluster struct {
 	cfg   ClusterConfig
-	Sched *Scheduler
+	Sched *dst.Scheduler
 	Trace *Trace
-	Net   *Network
+	Net   *memnet.Network
 	Redis *miniredis.Miniredis
 	nodes []*simNode
 	users map[string]*Client
-	hist  model.History
-	// histOut streams the history to ClusterConfig.History (nil: not asked).
-	histOut *historyOut
-	faults  faultState
-	Stats   Stats
-	seeds   struct{ faults, cost Seed }
+	// rec records the history (recorder.go).
+	rec    *recorder
+	faults faultState
+	Stats  Stats
+	seeds  struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
 	// kills are the Kill calls of crashed incarnations, closed when one
@@ -74,21 +82,10 @@ type Cluster struct {
 	channels int
 	// userSecret keys the users' credentials (derived from the seed).
 	userSecret string
-	// tasks are the executor gates' records of each message (hist.Tasks
-	// once synced: syncTasks); taskIdx finds a message's record, and
-	// taskNames holds the node and room names they index.
-	tasks       []taskRec
-	taskIdx     map[taskKey]int32
-	taskNames   []string
-	taskNameIdx map[string]uint32
 	// breaks counts each relay stream link's breaks since its last ack
 	// (streamhooks.go); relayAttempts is the nodes' RelayAttempts.
-	breaks        map[string]int
+	breaks        linkBreaks
 	relayAttempts int
-	// histMu guards the history's records. Scheduled runs append from one
-	// released goroutine at a time (it is never contended there); the
-	// ungated negative control and teardown append concurrently.
-	histMu sync.Mutex
 }
 
 // Stats counts what a run did.
@@ -123,7 +120,8 @@ type simNode struct {
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
 // goroutine that will drive the scheduler.
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
-	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID, histOut: newHistoryOut(cfg.History)}
+	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: memnet.NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID,
+		rec: newRecorder(cfg.Trace, newHistoryOut(cfg.History), cfg.Mode)}
 	if c.runID == "" {
 		c.runID = "cluster" + strconv.FormatInt(runs.Add(1), 10)
 	}
@@ -133,11 +131,10 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.seeds.cost = cfg.Seed.Derive("cost")
 	c.userSecret = "relaysim-users-" + cfg.Seed.Derive("user-secret").String()
 	cost := cfg.Cost.WithSeed(c.seeds.cost)
-	c.Sched = NewScheduler(cfg.Strategy, c.Trace, cost.Latency)
+	c.Sched = dst.NewScheduler(cfg.Strategy, c.Trace, cost.Latency)
 	if cfg.CPU != nil {
-		c.Sched.CPU = NewResources(*cfg.CPU)
+		c.Sched.Resources = dst.NewResources(cfg.CPU.Cost)
 	}
-	c.hist.Mode = string(cfg.Mode)
 	c.faults.init(cfg.Mix)
 	c.Redis = miniredis.NewMiniRedis()
 	c.Redis.ClockTTL(true)
@@ -181,12 +178,7 @@ func (c *Cluster) drive(f func() error) error {
 func (c *Cluster) Now() time.Duration { return c.Sched.Now() }
 
 // History returns the history recorded so far.
-func (c *Cluster) History() *model.History {
-	c.histMu.Lock()
-	defer c.histMu.Unlock()
-	c.syncTasks()
-	return &c.hist
-}
+func (c *Cluster) History() *model.History { return c.rec.history() }
 
 // NodeIDs lists the node ids.
 func (c *Cluster) NodeIDs() []string {
@@ -232,8 +224,8 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	redisHooks, serverOpts := []redis.Hook{h}, h.serverOptions()
-	if recordNode != nil {
-		rh, so := recordNode(sn.id)
+	if c.cfg.RecordNode != nil {
+		rh, so := c.cfg.RecordNode(sn.id)
 		redisHooks, serverOpts = append(redisHooks, rh), append(serverOpts, so...)
 	}
 	n, err := system.New(cfg, system.Deps{
@@ -255,7 +247,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		if err == nil {
 			break
 		}
-		c.Trace.Event(c.Now(), sn.id, "node.start failed (try %d): %v", try, err)
+		c.tell(sn.id, NodeStartFailed{Try: try, Err: err})
 		if try == 5 {
 			n.Kill()
 			return err
@@ -263,26 +255,11 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
-	if sn.protocol == system.ProtocolLatest {
-		c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s", sn.epoch, c.cfg.Mode)
-	} else {
-		c.Trace.Event(c.Now(), sn.id, "node.up epoch=%d mode=%s protocol=v%d (relays in %s)", sn.epoch, c.cfg.Mode, sn.protocol, n.Mode())
-	}
-	c.recordVersion(sn)
-	c.endFault("crash", sn.id)
-	c.endFault("upgrade", sn.id)
+	c.tell(sn.id, NodeUp{Epoch: sn.epoch, Mode: c.cfg.Mode, Protocol: sn.protocol, RelaysIn: n.Mode()})
+	c.rec.version(model.Version{Node: sn.id, From: c.Now(), Protocol: sn.protocol})
+	c.rec.endFault(model.FaultCrash, sn.id, c.Now())
+	c.rec.endFault(model.FaultUpgrade, sn.id, c.Now())
 	return nil
-}
-
-// recordVersion tells the oracle which protocol the node's new incarnation
-// runs: the harness chose it, the relay is not asked.
-func (c *Cluster) recordVersion(sn *simNode) {
-	c.histMu.Lock()
-	defer c.histMu.Unlock()
-	if c.Trace.Frozen() {
-		return
-	}
-	c.hist.Versions = append(c.hist.Versions, model.Version{Node: sn.id, From: c.Now(), Protocol: sn.protocol})
 }
 
 // Upgrade restarts node i with relay protocol version v, as a rolling
@@ -295,11 +272,11 @@ func (c *Cluster) Upgrade(i, v int) error {
 	from := sn.protocol
 	sn.protocol = v
 	if !sn.up || sn.starting {
-		c.Trace.Event(c.Now(), sn.id, "node.upgrade v%d -> v%d at its restart", from, v)
+		c.tell(sn.id, NodeUpgrade{From: from, To: v, AtRestart: true})
 		return nil
 	}
-	c.Trace.Event(c.Now(), sn.id, "node.upgrade v%d -> v%d epoch=%d", from, v, sn.epoch)
-	c.recordFault(model.Fault{From: c.Now(), To: -1, Kind: "upgrade", Nodes: []string{sn.id}})
+	c.tell(sn.id, NodeUpgrade{From: from, To: v, Epoch: sn.epoch})
+	c.rec.fault(model.Fault{From: c.Now(), To: -1, Kind: model.FaultUpgrade, Nodes: []string{sn.id}})
 	c.notePeak(sn)
 	// Down while it stops, and starting: a crash meanwhile finds it down
 	// and a restart finds it starting, so no second incarnation starts.
@@ -312,13 +289,6 @@ func (c *Cluster) Upgrade(i, v int) error {
 	return c.startNode(sn)
 }
 
-// recordNode, when set, adds a recorder to every node incarnation started
-// afterwards: a go-redis hook inside the simulation's own (it sees the
-// commands that reach miniredis) and gRPC server options (a stats handler
-// sees every call and message). Only BenchmarkDefaultFloor sets it, around
-// one run; nil (always, otherwise) adds nothing.
-var recordNode func(node string) (redis.Hook, []grpc.ServerOption)
-
 // upgradeStopTimeout bounds a graceful stop before the node is cut hard.
 const upgradeStopTimeout = 5 * time.Second
 
@@ -326,10 +296,14 @@ const upgradeStopTimeout = 5 * time.Second
 // literal that is never dialled), no maintenance notifications, no identity
 // handshake, no retries (the scheduler must see every attempt), explicit
 // pool size.
-func (c *Cluster) redisOptions() *redis.Options {
+func (c *Cluster) redisOptions() *redis.Options { return RedisOptions(c.Redis) }
+
+// RedisOptions are the go-redis options of a node of the simulation,
+// connected to m (see Cluster.redisOptions).
+func RedisOptions(m *miniredis.Miniredis) *redis.Options {
 	return &redis.Options{
 		Addr:            "127.0.0.1:6379",
-		Dialer:          func(context.Context, string, string) (net.Conn, error) { return c.Redis.Dial() },
+		Dialer:          func(context.Context, string, string) (net.Conn, error) { return m.Dial() },
 		DisableIdentity: true,
 		MaxRetries:      -1,
 		PoolSize:        256,
@@ -349,8 +323,8 @@ func (c *Cluster) Crash(i int) {
 	}
 	sn.up = false
 	c.Stats.Crashes++
-	c.Trace.Event(c.Now(), sn.id, "node.crash epoch=%d", sn.epoch)
-	c.recordFault(model.Fault{From: c.Now(), To: -1, Kind: "crash", Nodes: []string{sn.id}})
+	c.tell(sn.id, NodeCrash{Epoch: sn.epoch})
+	c.rec.fault(model.Fault{From: c.Now(), To: -1, Kind: model.FaultCrash, Nodes: []string{sn.id}})
 	c.notePeak(sn)
 	c.cut(sn)
 }
@@ -426,7 +400,7 @@ func (c *Cluster) Sample(idle, count bool) {
 		}
 		sn.hooks.tasks.peak = sn.hooks.tasks.running
 		sn.peakRunning = max(sn.peakRunning, s.PeakRunning)
-		c.hist.Samples = append(c.hist.Samples, s)
+		c.rec.sample(s)
 	}
 }
 
@@ -438,43 +412,6 @@ func (c *Cluster) poolSizes() (core, maxPool int) {
 		return d.Core, d.Max
 	}
 	return e.Core, e.Max
-}
-
-// record appends a client-visible event to the history (not after the
-// trace was frozen for teardown).
-func (c *Cluster) record(ev model.Event) {
-	c.histMu.Lock()
-	defer c.histMu.Unlock()
-	if c.Trace.Frozen() {
-		return
-	}
-	c.hist.Events = append(c.hist.Events, ev)
-	c.histOut.write(historyLine{Type: "event", Event: &ev})
-}
-
-// reserveEvents makes room for n more events: every action ends in one.
-// Grown by append instead, a dense run's events were copied again and
-// again, each copy's predecessor left to the collector while the run's
-// memory was at its highest.
-func (c *Cluster) reserveEvents(n int) {
-	c.histMu.Lock()
-	defer c.histMu.Unlock()
-	c.hist.Events = slices.Grow(c.hist.Events, n)
-}
-
-// recordDelivery adds a delivery to the history's compact delivery log
-// (model.DeliveryLog: ~8 bytes a delivery instead of an Event's ~200).
-func (c *Cluster) recordDelivery(ev model.Event) {
-	c.histMu.Lock()
-	defer c.histMu.Unlock()
-	if c.Trace.Frozen() {
-		return
-	}
-	if c.hist.Deliveries == nil {
-		c.hist.Deliveries = &model.DeliveryLog{}
-	}
-	c.hist.Deliveries.Add(ev)
-	c.histOut.write(historyLine{Type: "event", Event: &ev})
 }
 
 // users sorted.
@@ -494,7 +431,8 @@ func (c *Cluster) userList() []*Client {
 // Final reads the only server state the oracle reads: the logs of the rooms
 // the clients named.
 func (c *Cluster) Final() (model.Final, error) {
-	logs, err := readLogs(c.Redis, roomsSeen(c.hist.Events, c.hist.Deliveries.Rooms()))
+	h := c.rec.history()
+	logs, err := readLogs(c.Redis, roomsSeen(h.Events, h.Deliveries.Rooms()))
 	return model.Final{Logs: logs}, err
 }
 
@@ -502,19 +440,15 @@ func (c *Cluster) Final() (model.Final, error) {
 // with the final state read now and every call still in flight added as
 // an event of unknown outcome (Err "Pending").
 func (c *Cluster) Snapshot() (*model.History, error) {
-	c.histMu.Lock()
-	c.syncTasks()
-	c.histMu.Unlock()
-	h := c.hist
-	h.Events = append([]model.Event(nil), c.hist.Events...)
-	h.Deliveries = c.hist.Deliveries.Snapshot()
+	var pending []model.Event
 	for _, cl := range c.userList() {
 		cl.mu.Lock()
 		if cl.pending != nil {
-			h.Events = append(h.Events, *cl.pending)
+			pending = append(pending, *cl.pending)
 		}
 		cl.mu.Unlock()
 	}
+	h := c.rec.snapshot(pending)
 	f, err := c.Final()
 	h.Final = f
 	return &h, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 )
 
 // This file is the cluster's control panel for explicit stories (the
@@ -22,7 +23,7 @@ func (c *Cluster) Apply(f Fault) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		c.Sched.Gate("chaos", KindChaos, fmt.Sprintf("%v %s", c.Now(), f))
+		c.Sched.Gate(dst.GateSpec{Node: "chaos", Kind: KindChaos, ID: fmt.Sprintf("%v %s", c.Now(), f)})
 		c.Inject(f)
 	}()
 	if !c.Sched.Await(done, time.Minute) {
@@ -46,20 +47,20 @@ func (c *Cluster) Up(i int) bool { return c.nodes[i].up }
 
 // Partition cuts the links between nodes a and b both ways until Heal.
 func (c *Cluster) Partition(a, b int) error {
-	return c.Apply(Fault{Kind: "partition", Node: a, Peer: b})
+	return c.Apply(Fault{Kind: model.FaultPartition, Node: a, Peer: b})
 }
 
 // Isolate cuts node a from every other node until Heal.
 func (c *Cluster) Isolate(a int) error {
-	return c.Apply(Fault{Kind: "partition", Node: a, Peer: -1})
+	return c.Apply(Fault{Kind: model.FaultPartition, Node: a, Peer: -1})
 }
 
 // Heal restores every link and ends every partition the history holds
 // open (the liveness phase's heal, without the rest of it).
 func (c *Cluster) Heal() {
-	c.Trace.Event(c.Now(), "chaos", "fault heal all")
+	c.inject(injection{node: "chaos", what: "heal all"})
 	c.Net.Heal()
-	c.endFault("partition", "")
+	c.rec.endFault(model.FaultPartition, "", c.Now())
 }
 
 // DropResponses loses, for d, the responses of every call from node from
@@ -68,24 +69,24 @@ func (c *Cluster) Heal() {
 // It is the one-way cut of the link to -> from, so calls that to makes to
 // from are lost too for d. The link heals by itself after d.
 func (c *Cluster) DropResponses(from, to int, d time.Duration) error {
-	cut := Fault{Kind: "partition", Node: to, Peer: from, OneWay: true, For: d}
+	cut := Fault{Kind: model.FaultPartition, Node: to, Peer: from, OneWay: true, For: d}
 	if err := c.Apply(cut); err != nil {
 		return err
 	}
 	heal := cut
-	heal.Kind, heal.At = "heal", c.Now()+d
+	heal.Kind, heal.At = model.FaultHeal, c.Now()+d
 	c.StartChaos([]Fault{heal})
 	return nil
 }
 
 // RedisOutage makes every Redis command fail for d from now.
 func (c *Cluster) RedisOutage(d time.Duration) error {
-	return c.Apply(Fault{Kind: "redis-outage", For: d})
+	return c.Apply(Fault{Kind: model.FaultRedisOutage, For: d})
 }
 
 // Vanish makes user's client stop reading without closing its stream.
 func (c *Cluster) Vanish(user string) error {
-	return c.Apply(Fault{Kind: "vanish", User: user})
+	return c.Apply(Fault{Kind: model.FaultVanish, User: user})
 }
 
 // NodeStats is one node seen from outside, at a quiescent point.
@@ -127,14 +128,6 @@ func (c *Cluster) NodeStats(i int) NodeStats {
 // fault of the link.
 func (c *Cluster) BreakConnections(from, to int) int {
 	a, b := c.nodes[from], c.nodes[to]
-	c.Trace.Event(c.Now(), "chaos", "fault break %s->%s", a.id, b.id)
-	c.recordFault(model.Fault{From: c.Now(), To: c.Now(), Kind: "break", Nodes: []string{a.id, b.id}})
-	n := 0
-	for _, conn := range c.Net.dialledBy(a.tag) {
-		if conn.to == b.id {
-			_ = conn.Close()
-			n++
-		}
-	}
-	return n
+	c.inject(injection{node: "chaos", what: fmt.Sprintf("%s %s->%s", model.FaultBreak, a.id, b.id), record: c.linkFault(model.FaultBreak, a.id, b.id)})
+	return c.Net.Break(a.tag, b.id)
 }

@@ -58,7 +58,7 @@ func (c CostModel) Latency(node, kind, id string) time.Duration {
 		if mean <= 0 {
 			return lo
 		}
-		u := c.seed.unit3(node, kind, id) // = c.seed.Unit(node + "|" + kind + "|" + id)
+		u := c.seed.Unit3(node, kind, id) // = c.seed.Unit(node + "|" + kind + "|" + id)
 		return lo + time.Duration(u*float64(2*mean)).Round(time.Microsecond)
 	}
 	switch kind {

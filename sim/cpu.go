@@ -3,11 +3,11 @@ package sim
 import (
 	"github.com/redis/go-redis/v9"
 
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 )
@@ -22,11 +22,9 @@ import (
 // to free up, first booked first served. Links keep their per-op latency
 // (CostModel's draws, applied before an op parks).
 //
-// Determinism: a resource is never booked when an op arrives at its gate
-// (goroutines arrive in any order). It is booked by the driver, when the
-// scheduler picks the op (Scheduler.step runs in key and strategy order):
-// the op is re-parked until its work is done, like a delayed op, and
-// released when it is picked again at that time.
+// The kernel books the work (dst.Resources, deterministically: when the
+// driver picks an op, never when it arrives); this model only says what
+// each op costs (Cost).
 type CPUModel struct {
 	Name  string
 	Cores int // cores of each node's virtual CPU
@@ -74,8 +72,9 @@ func (m CPUModel) String() string {
 		m.RedisCores, m.RedisCmd, m.RedisKey, m.NetMin, m.NetMean, m.RedisMin, m.RedisMean)
 }
 
-// cost is the resource an op uses and for how long ("" or 0: none).
-func (m CPUModel) cost(op *Op) (string, int, time.Duration) {
+// Cost is the resource an op uses and for how long ("" or 0: none): the
+// kernel's dst.CostFunc for this model.
+func (m CPUModel) Cost(op *dst.Op) (string, int, time.Duration) {
 	units := max(op.Units, 1)
 	switch op.Kind {
 	case KindRedis:
@@ -90,74 +89,6 @@ func (m CPUModel) cost(op *Op) (string, int, time.Duration) {
 		return op.Node, m.Cores, m.StreamWrite
 	}
 	return "", 0, 0
-}
-
-// Resources is the booking state of a run's CPUs and Redis. Only the
-// driver touches it.
-type Resources struct {
-	Model CPUModel
-	free  map[string][]time.Duration // per resource, when each core is next free
-	busy  map[string]time.Duration   // per resource, work booked so far
-	// maxWait is the longest an op waited for a free core (booked at
-	// now, started later): the contention the run met.
-	maxWait time.Duration
-}
-
-// NewResources returns idle resources for m.
-func NewResources(m CPUModel) *Resources {
-	return &Resources{Model: m, free: map[string][]time.Duration{}, busy: map[string]time.Duration{}}
-}
-
-// book books op's work on the earliest free core of its resource at or
-// after now and re-parks op until the work is done; it reports whether it
-// did. An op already booked (picked again once done) is not booked again.
-func (r *Resources) book(s *Scheduler, op *Op, now time.Duration) bool {
-	if op.booked {
-		return false
-	}
-	res, cores, d := r.Model.cost(op)
-	if res == "" || d <= 0 || cores <= 0 {
-		return false
-	}
-	free := r.free[res]
-	if free == nil {
-		free = make([]time.Duration, cores)
-		r.free[res] = free
-	}
-	c := 0
-	for i := range free {
-		if free[i] < free[c] {
-			c = i
-		}
-	}
-	start := max(now, free[c])
-	r.maxWait = max(r.maxWait, start-now)
-	end := start + d
-	free[c] = end
-	r.busy[res] += d
-	s.lock <- struct{}{}
-	op.ReadyAt, op.booked = end, true
-	<-s.lock
-	return true
-}
-
-// Busy returns the work booked per resource so far, sorted by resource.
-func (r *Resources) Busy() []ResourceBusy {
-	out := make([]ResourceBusy, 0, len(r.busy))
-	for k, v := range r.busy {
-		out = append(out, ResourceBusy{Resource: k, Busy: v})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Resource < out[j].Resource })
-	return out
-}
-
-// MaxWait is the longest any op has waited for a core of its resource.
-func (r *Resources) MaxWait() time.Duration { return r.maxWait }
-
-// ResourceBusy is one resource's booked work.
-type ResourceBusy struct {
-	Resource string
-	Busy     time.Duration
 }
 
 // CostByName returns the cost model a runner flag names: "calibrated" (the

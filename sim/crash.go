@@ -66,10 +66,10 @@ func (c *Cluster) cut(sn *simNode) {
 	h := sn.hooks
 	h.life.dead.Store(true)
 	c.Sched.Hold(h)
-	c.Net.cutFrom(sn.tag)
+	c.Net.CutFrom(sn.tag)
 	for _, u := range h.life.openSessions() {
 		line := c.Trace.Event(c.Now(), sn.id, "session.closed %s crash", u)
-		c.record(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: u, Node: sn.id, TraceLine: line})
+		c.rec.event(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: u, Node: sn.id, TraceLine: line})
 	}
 	done := make(chan struct{})
 	c.kills = append(c.kills, done)

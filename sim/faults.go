@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/relaysim/relaysim/model"
 )
 
 // FaultBounds are the most any seed may draw (the runner's flags).
@@ -42,7 +44,17 @@ type FaultMix struct {
 	Forgeries                                                                        int
 }
 
-// DrawMix draws a seed's fault mix within b. Each kind draws from its own
+// The names the network faults' draws are seeded from (sub-seeds of a
+// seed's fault seed, for its mix and for each operation's draw), and the
+// mix's names for them: renaming one moves every drawn fault.
+const (
+	drawDropRequest  = "drop-req"
+	drawDropResponse = "drop-resp"
+	drawDuplicate    = "dup"
+	drawDelay        = "delay"
+)
+
+// DrawMix draws a seed's fault mix within b. Each knob draws from its own
 // sub-seed, and always draws, so that changing one kind's bound (turning
 // it off, say) leaves every other kind's draw as it was.
 func DrawMix(seed Seed, b FaultBounds) FaultMix {
@@ -63,8 +75,8 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 		return 1 + int(u*float64(max))
 	}
 	return FaultMix{
-		DropRequest: p("drop-req", b.Network), DropResponse: p("drop-resp", b.Network),
-		Duplicate: p("dup", b.Network), Delay: p("delay", b.Network),
+		DropRequest: p(drawDropRequest, b.Network), DropResponse: p(drawDropResponse, b.Network),
+		Duplicate: p(drawDuplicate, b.Network), Delay: p(drawDelay, b.Network),
 		RedisError:    p("redis-err", b.RedisErrors),
 		Crashes:       n("crash", b.Crashes),
 		Partitions:    n("partition", b.Partitions),
@@ -90,10 +102,10 @@ func (m FaultMix) String() string {
 			parts = append(parts, fmt.Sprintf("%s=%d", name, v))
 		}
 	}
-	add("drop-req", m.DropRequest)
-	add("drop-resp", m.DropResponse)
-	add("dup", m.Duplicate)
-	add("delay", m.Delay)
+	add(drawDropRequest, m.DropRequest)
+	add(drawDropResponse, m.DropResponse)
+	add(drawDuplicate, m.Duplicate)
+	add(drawDelay, m.Delay)
 	add("redis-err", m.RedisError)
 	addN("crash", m.Crashes)
 	addN("partition", m.Partitions)
@@ -113,9 +125,9 @@ func (m FaultMix) String() string {
 // Fault is one timed fault of the fault phase.
 type Fault struct {
 	At   time.Duration
-	Kind string // crash, restart, upgrade, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow, forge
-	Node int    // node index (crash, restart, pause, partition side a)
-	Peer int    // partition side b (-1: isolate Node from everyone)
+	Kind model.FaultKind // one of the timed kinds: crash, restart, upgrade, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow, forge
+	Node int             // node index (crash, restart, pause, partition side a)
+	Peer int             // partition side b (-1: isolate Node from everyone)
 	// OneWay cuts only Node -> Peer.
 	OneWay bool
 	For    time.Duration
@@ -128,7 +140,7 @@ type Fault struct {
 
 func (f Fault) String() string {
 	switch f.Kind {
-	case "partition":
+	case model.FaultPartition:
 		switch {
 		case f.Peer < 0:
 			return fmt.Sprintf("isolate n%d for %v", f.Node+1, f.For)
@@ -136,22 +148,22 @@ func (f Fault) String() string {
 			return fmt.Sprintf("cut n%d->n%d for %v", f.Node+1, f.Peer+1, f.For)
 		}
 		return fmt.Sprintf("partition n%d<->n%d for %v", f.Node+1, f.Peer+1, f.For)
-	case "crash", "pause":
+	case model.FaultCrash, model.FaultPause:
 		return fmt.Sprintf("%s n%d for %v", f.Kind, f.Node+1, f.For)
-	case "redis-spike":
+	case model.FaultRedisSpike:
 		return fmt.Sprintf("redis-spike +%v for %v", redisSpikeLatency, f.For)
-	case "restart":
+	case model.FaultRestart:
 		return fmt.Sprintf("restart n%d", f.Node+1)
-	case "upgrade":
+	case model.FaultUpgrade:
 		return fmt.Sprintf("upgrade n%d to v%d", f.Node+1, f.Protocol)
-	case "heal":
+	case model.FaultHeal:
 		if f.Peer < 0 {
 			return fmt.Sprintf("heal isolated n%d", f.Node+1)
 		}
 		return fmt.Sprintf("heal n%d/n%d", f.Node+1, f.Peer+1)
-	case "vanish", "slow":
+	case model.FaultVanish, model.FaultSlow:
 		return fmt.Sprintf("%s %s", f.Kind, f.User)
-	case "forge":
+	case model.FaultForge:
 		return fmt.Sprintf("forge %s by %s", f.Forge, f.User)
 	}
 	return fmt.Sprintf("%s for %v", f.Kind, f.For)
@@ -166,8 +178,9 @@ func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end tim
 		return nil
 	}
 	var fs []Fault
-	plan := func(kind string, count int, place func(r *rand.Rand, at time.Duration) (Fault, bool)) {
-		r := seed.Derive(kind).Rand()
+	// Each kind's generator is seeded from the kind's name.
+	plan := func(kind model.FaultKind, count int, place func(r *rand.Rand, at time.Duration) (Fault, bool)) {
+		r := seed.Derive(string(kind)).Rand()
 		for range count {
 			at := start + time.Duration(r.Int64N(int64(span))).Truncate(time.Millisecond)
 			if f, ok := place(r, at); ok {
@@ -178,48 +191,48 @@ func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end tim
 	dur := func(r *rand.Rand, lo, hi time.Duration) time.Duration {
 		return lo + time.Duration(r.Int64N(int64(hi-lo))).Truncate(time.Millisecond)
 	}
-	plan("crash", m.Crashes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: "crash", Node: r.IntN(nodes), For: dur(r, time.Second, 10*time.Second)}, true
+	plan(model.FaultCrash, m.Crashes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: model.FaultCrash, Node: r.IntN(nodes), For: dur(r, time.Second, 10*time.Second)}, true
 	})
-	plan("partition", m.Partitions, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		f := Fault{At: at, Kind: "partition", Node: r.IntN(nodes), Peer: -1, For: dur(r, time.Second, 10*time.Second)}
+	plan(model.FaultPartition, m.Partitions, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		f := Fault{At: at, Kind: model.FaultPartition, Node: r.IntN(nodes), Peer: -1, For: dur(r, time.Second, 10*time.Second)}
 		if nodes > 1 && r.IntN(3) > 0 {
 			f.Peer = (f.Node + 1 + r.IntN(nodes-1)) % nodes
 			f.OneWay = r.IntN(2) == 0
 		}
 		return f, true
 	})
-	plan("pause", m.Pauses, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: "pause", Node: r.IntN(nodes), For: dur(r, 100*time.Millisecond, 3*time.Second)}, true
+	plan(model.FaultPause, m.Pauses, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: model.FaultPause, Node: r.IntN(nodes), For: dur(r, 100*time.Millisecond, 3*time.Second)}, true
 	})
-	plan("redis-outage", m.RedisOutages, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: "redis-outage", For: dur(r, 100*time.Millisecond, 2*time.Second)}, true
+	plan(model.FaultRedisOutage, m.RedisOutages, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: model.FaultRedisOutage, For: dur(r, 100*time.Millisecond, 2*time.Second)}, true
 	})
-	plan("redis-spike", m.RedisSpikes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: "redis-spike", For: dur(r, 500*time.Millisecond, 3*time.Second)}, true
+	plan(model.FaultRedisSpike, m.RedisSpikes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: model.FaultRedisSpike, For: dur(r, 500*time.Millisecond, 3*time.Second)}, true
 	})
-	plan("route-flush", m.RouteFlushes, func(_ *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: "route-flush"}, true
+	plan(model.FaultRouteFlush, m.RouteFlushes, func(_ *rand.Rand, at time.Duration) (Fault, bool) {
+		return Fault{At: at, Kind: model.FaultRouteFlush}, true
 	})
-	plan("vanish", m.Vanishes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+	plan(model.FaultVanish, m.Vanishes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
 		if len(users) == 0 {
 			return Fault{}, false
 		}
-		return Fault{At: at, Kind: "vanish", User: users[r.IntN(len(users))]}, true
+		return Fault{At: at, Kind: model.FaultVanish, User: users[r.IntN(len(users))]}, true
 	})
-	plan("slow", m.SlowConsumers, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+	plan(model.FaultSlow, m.SlowConsumers, func(r *rand.Rand, at time.Duration) (Fault, bool) {
 		if len(users) == 0 {
 			return Fault{}, false
 		}
-		return Fault{At: at, Kind: "slow", User: users[r.IntN(len(users))], For: dur(r, time.Second, 5*time.Second)}, true
+		return Fault{At: at, Kind: model.FaultSlow, User: users[r.IntN(len(users))], For: dur(r, time.Second, 5*time.Second)}, true
 	})
 	// A crash is followed by its restart and a partition by its heal.
 	for _, f := range fs {
 		switch f.Kind {
-		case "crash":
-			fs = append(fs, Fault{At: f.At + f.For, Kind: "restart", Node: f.Node})
-		case "partition":
-			fs = append(fs, Fault{At: f.At + f.For, Kind: "heal", Node: f.Node, Peer: f.Peer, OneWay: f.OneWay})
+		case model.FaultCrash:
+			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultRestart, Node: f.Node})
+		case model.FaultPartition:
+			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultHeal, Node: f.Node, Peer: f.Peer, OneWay: f.OneWay})
 		}
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })

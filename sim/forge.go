@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -43,7 +44,7 @@ func PlanForgeries(seed Seed, n int, users, rooms []string, start, end time.Dura
 	if span <= 0 || len(users) == 0 || len(rooms) == 0 {
 		return nil
 	}
-	r := seed.Derive("forge").Rand()
+	r := seed.Derive(string(model.FaultForge)).Rand()
 	var fs []Fault
 	for i := range n {
 		at := start + time.Duration(r.Int64N(int64(span))).Truncate(time.Millisecond)
@@ -59,7 +60,7 @@ func PlanForgeries(seed Seed, n int, users, rooms []string, start, end time.Dura
 		if f.Call == "send" {
 			f.MsgID = fmt.Sprintf("forged%d", i+1)
 		}
-		fs = append(fs, Fault{At: at, Kind: "forge", User: users[by], Forge: f})
+		fs = append(fs, Fault{At: at, Kind: model.FaultForge, User: users[by], Forge: f})
 	}
 	return fs
 }

@@ -24,7 +24,7 @@ func TestPlanForgeries(t *testing.T) {
 		require.Equal(t, fs, PlanForgeries(plan, 2, users, rooms, start, end))
 		require.Len(t, fs, 2)
 		for _, f := range fs {
-			assert.Equal(t, "forge", f.Kind)
+			assert.Equal(t, model.FaultForge, f.Kind)
 			assert.True(t, f.At >= start && f.At < end, "at %v", f.At)
 			assert.NotEqual(t, f.User, f.Forge.As, "a forged call names another user than its caller")
 			assert.Equal(t, f.Forge.Call == "send", f.Forge.MsgID != "", "%+v", f.Forge)
@@ -46,8 +46,8 @@ func TestForgedCallsAreRejected(t *testing.T) {
 	withCluster(t, system.ModeBulk, FaultMix{}, func(c *Cluster) {
 		setUp(c)
 		for i, form := range forgeryForms {
-			c.Inject(Fault{Kind: "forge", User: "u1", Forge: Forgery{Call: "send", Room: "r", As: "u2", Token: form, MsgID: "forged" + form}})
-			c.Inject(Fault{Kind: "forge", User: "u1", Forge: Forgery{Call: "join", Room: "r", As: names("x", 3)[i], Token: form}})
+			c.Inject(Fault{Kind: model.FaultForge, User: "u1", Forge: Forgery{Call: "send", Room: "r", As: "u2", Token: form, MsgID: "forged" + form}})
+			c.Inject(Fault{Kind: model.FaultForge, User: "u1", Forge: Forgery{Call: "join", Room: "r", As: names("x", 3)[i], Token: form}})
 		}
 		c.Sched.RunFor(time.Second)
 		send(c, "u2", "m1")

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/relaysim/relaysim/system"
@@ -83,10 +84,10 @@ func TestParseGoroutinesAgreesWithText(t *testing.T) {
 	var buf bytes.Buffer
 	require.NoError(t, pprof.Lookup("goroutine").WriteTo(&buf, 1))
 	for _, id := range []string{"run-a", "run-b", "run-c"} {
-		got := parseGoroutines(buf.Bytes(), id)
+		got := parseGoroutines(buf.Bytes(), id, false)
 		require.Equal(t, textCountRun(buf.String(), id), got, id)
 	}
-	a := parseGoroutines(buf.Bytes(), "run-a")
+	a := parseGoroutines(buf.Bytes(), "run-a", false)
 	require.Equal(t, 16, a.total)
 	require.Equal(t, map[string]int{"n1@1": 7, "n2@3": 5}, a.node)
 	require.Empty(t, a.workers)
@@ -100,9 +101,9 @@ func TestParseGoroutinesAgreesWithText(t *testing.T) {
 		"4 @ 0x5\n# labels: {\"relaysim\":\"r\", \"node\":\"n2@1\n\n" +
 		"1 @ 0x6\n# labels: {\"relaysim\":\"r\"}\n\n"
 	for _, id := range []string{"r", "x"} {
-		require.Equal(t, textCountRun(prof, id), parseGoroutines([]byte(prof), id), id)
+		require.Equal(t, textCountRun(prof, id), parseGoroutines([]byte(prof), id, false), id)
 	}
-	r := parseGoroutines([]byte(prof), "r")
+	r := parseGoroutines([]byte(prof), "r", false)
 	require.Equal(t, 10, r.total)
 	require.Equal(t, map[string]int{"n1@2": 3}, r.workers)
 }
@@ -157,4 +158,19 @@ func TestCountRunCacheExact(t *testing.T) {
 	}
 	require.Positive(t, used, "no sample reused the previous counts")
 	t.Logf("%d samples reused the previous counts", used)
+}
+
+// What outlives a run is named from the same profile parser the samples
+// use: one record per stack, the caller's own left out.
+func TestLeftoversNamesWhatOutlivedTheRun(t *testing.T) {
+	stop := make(chan struct{})
+	defer close(stop)
+	var got []string
+	pprof.Do(context.Background(), pprof.Labels("relaysim", "leftover-test"), func(context.Context) {
+		go func() { <-stop }() // inherits the run's label
+		got = leftovers("leftover-test")
+	})
+	require.Len(t, got, 1)
+	assert.Regexp(t, `^1 x github.com/relaysim/relaysim/sim.TestLeftoversNamesWhatOutlivedTheRun.func`, got[0])
+	assert.Nil(t, leftovers("no-such-run"))
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -34,17 +35,17 @@ var (
 )
 
 func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
-	h.c.Sched.GateOwned(h, p.Node, p.Kind, p.Key, 0)
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key})
 	// Counted once released: between gates only the released goroutine
 	// touches shared state. A worker parked at its done gate still holds
 	// its task (it takes no other before passing it).
 	switch p.Kind {
 	case system.PointTaskDone:
-		h.c.taskDone(h)
+		h.c.rec.taskDone(&h.tasks)
 	case system.PointTask:
-		h.c.taskStarted(h, p.Key, true)
+		h.c.rec.taskStarted(&h.tasks, h.node, p.Msg, true, h.c.Now())
 	case system.PointTaskCaller:
-		h.c.taskStarted(h, p.Key, false) // run by its submitter: not a worker
+		h.c.rec.taskStarted(&h.tasks, h.node, p.Msg, false, h.c.Now()) // run by its submitter: not a worker
 	}
 }
 
@@ -71,10 +72,10 @@ func (h *nodeHooks) Observe(e any) {
 		// or the dropped stream closes a session first is a race that
 		// changes nothing else.
 		line := c.Trace.Event(c.Now(), e.Node, "session.closed %s", e.User)
-		c.record(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: e.User, Node: e.Node, TraceLine: line})
+		c.rec.event(model.Event{Time: c.Now(), Kind: model.KindSessionClosed, User: e.User, Node: e.Node, TraceLine: line})
 	case system.PanicEvent:
 		line := c.Trace.Event(c.Now(), e.Node, "task.panic %s: %s", e.Label, e.Value)
-		c.record(model.Event{Time: c.Now(), Kind: model.KindPanic, Node: e.Node, Err: e.Label + ": " + e.Value, TraceLine: line})
+		c.rec.event(model.Event{Time: c.Now(), Kind: model.KindPanic, Node: e.Node, Err: e.Label + ": " + e.Value, TraceLine: line})
 	case system.TaskEvent:
 		c.Trace.Event(c.Now(), e.Node, "submit %s -> %s", e.Label, e.Placement)
 	case system.RelayEvent:
@@ -91,7 +92,7 @@ func (h *nodeHooks) Observe(e any) {
 		if mode == system.ModeStream {
 			res = map[bool]string{true: "queued", false: res}[e.Err == nil]
 		}
-		c.Trace.Event(c.Now(), e.Node, "relay.%s -> %s %s#%d recipients=%d attempt=%d %s", mode, e.Target, e.Room, e.Seq, e.Recipients, e.Attempt, res)
+		c.tell(e.Node, RelayCall{Mode: mode, Target: e.Target, Room: e.Room, Seq: e.Seq, Recipients: e.Recipients, Attempt: e.Attempt, Result: res})
 	case system.StreamEvent:
 		res := ""
 		switch {
@@ -100,7 +101,7 @@ func (h *nodeHooks) Observe(e any) {
 		case e.What == "ack":
 			res = fmt.Sprintf(" acked=%d", e.Acked)
 		}
-		c.Trace.Event(c.Now(), e.Node, "stream.%s -> %s %s items=%d%s", e.What, e.Target, e.Link, e.Items, res)
+		c.tell(e.Node, StreamStep{What: e.What, Target: e.Target, Link: e.Link, Items: e.Items, Result: res})
 	}
 }
 
@@ -111,7 +112,7 @@ func (h *nodeHooks) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		id := redisOpID(ctx, cmd.Name(), cmd.Args())
-		if err := h.redisGate(id, callTie(ctx), redisUnits(cmd)); err != nil {
+		if err := h.redisGate(ctx, id, redisUnits(cmd)); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -128,7 +129,7 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			args = cmds[len(cmds)/2].Args()
 		}
 		id := redisOpID(ctx, name, args)
-		if err := h.redisGate(id, callTie(ctx), len(cmds)); err != nil {
+		if err := h.redisGate(ctx, id, len(cmds)); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}
@@ -155,19 +156,20 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 	return fmt.Sprintf("%s %s %s", label, name, key)
 }
 
-// redisGate parks a Redis command of the incarnation (units sizes it for
-// the CPU model); afterwards it may fail it (an outage window or a drawn
-// command error).
-func (h *nodeHooks) redisGate(id, tie string, units int) error {
+// redisGate parks a Redis command of the incarnation made under ctx (units
+// sizes it for the CPU model); afterwards it may fail it (an outage window
+// or a drawn command error).
+func (h *nodeHooks) redisGate(ctx context.Context, id string, units int) error {
 	c, node := h.c, h.node
-	c.Sched.GateTied(h, node, KindRedis, id, tie, c.faults.spike(c.Now()), units)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: callTie(ctx), Extra: c.faults.spike(c.Now()), Units: units})
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
 	}
 	if c.faults.redisDown(c.Now()) {
-		c.Trace.Event(c.Now(), node, "fault redis-outage %s", id)
-		c.opFault("redis-outage", id, true, node)
+		m, _ := system.MessageOf(ctx)
+		c.inject(injection{node: node, what: string(model.FaultRedisOutage) + " " + id, effect: true,
+			record: c.opFault(model.FaultRedisOutage, m, true, node)})
 		return errors.New("simulated redis outage")
 	}
 	// The occurrence count only matters to a draw that can succeed: with
@@ -178,9 +180,9 @@ func (h *nodeHooks) redisGate(id, tie string, units int) error {
 	}
 	k := c.faults.occurrence("redis|" + node + "|" + id)
 	if decide(c.seeds.faults.Derive("redis"), c.faults.mix.RedisError, node+"|"+id, k) {
-		c.Stats.FaultsInjected++
-		c.Trace.Event(c.Now(), node, "fault redis-error %s", id)
-		c.opFault("redis-error", id, true, node)
+		m, _ := system.MessageOf(ctx)
+		c.inject(injection{node: node, what: string(model.FaultRedisError) + " " + id,
+			record: c.opFault(model.FaultRedisError, m, true, node)})
 		return errors.New("simulated redis error")
 	}
 	return nil
@@ -196,7 +198,7 @@ func (h *nodeHooks) redisGate(id, tie string, units int) error {
 // which is also real Redis' resolution (expiry is an absolute ms time), so
 // expiry moves by less than 1 ms and no trace hash we checked changed.
 func (c *Cluster) redisClock() {
-	c.Redis.SetTime(c.Sched.start.Add(c.Now().Truncate(time.Millisecond)))
+	c.Redis.SetTime(c.Sched.Origin().Add(c.Now().Truncate(time.Millisecond)))
 }
 
 // --- gRPC ---
@@ -205,10 +207,16 @@ const (
 	mdDup = "x-sim-dup"
 )
 
+// GRPCReadBuffer is the read buffer of every gRPC transport of the
+// simulation (gRPC's default is 32 KiB, allocated per connection and
+// side: ~30 MB with 150 users). Reads over the in-memory pipes are
+// function calls; a smaller buffer only means more of them.
+const GRPCReadBuffer = 4 << 10
+
 func (h *nodeHooks) serverOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.StatsHandler(&h.streams),
-		grpc.ReadBufferSize(grpcReadBuffer),
+		grpc.ReadBufferSize(GRPCReadBuffer),
 		grpc.ChainUnaryInterceptor(h.serverUnary),
 		grpc.ChainStreamInterceptor(h.serverStream),
 	}
@@ -219,7 +227,7 @@ func (h *nodeHooks) dialOptions() []grpc.DialOption {
 		grpc.WithChainUnaryInterceptor(h.peerUnary),
 		grpc.WithChainStreamInterceptor(h.peerStream),
 		grpc.WithConnectParams(deterministicConnect),
-		grpc.WithReadBufferSize(grpcReadBuffer),
+		grpc.WithReadBufferSize(GRPCReadBuffer),
 	}
 }
 
@@ -263,13 +271,17 @@ func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
 // here) and labels the handler's work with the call's identity.
 func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := callID(ctx, info.FullMethod)
-	h.c.Sched.GateSized(h, h.node, KindRPCRecv, id, 0, recipientsOf(req))
-	return handler(system.WithLabel(ctx, "recv "+id), req)
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Units: recipientsOf(req)})
+	ctx = system.WithLabel(ctx, "recv "+id)
+	if m, ok := relayedOf(req); ok {
+		ctx = system.WithMessage(ctx, m) // the handler's Redis commands work for it
+	}
+	return handler(ctx, req)
 }
 
 func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	id := callID(ss.Context(), info.FullMethod)
-	h.c.Sched.GateOwned(h, h.node, KindRPCRecv, id, 0)
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id})
 	if info.FullMethod == relaypb.Relay_RelayStream_FullMethodName {
 		ss = &serverRelayStream{ServerStream: ss, h: h, id: id}
 	}
@@ -290,49 +302,47 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	key := h.node + "|" + id + "|" + attemptOf(ctx)
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
-	c.Sched.GateSized(h, h.node, KindRPCSend, id+" "+attemptOf(ctx), 0, recipientsOf(req))
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Units: recipientsOf(req)})
 	nd := c.netDraws(key)
 	mix := c.faults.mix
+	m, _ := system.MessageOf(ctx)
 	switch {
 	case c.Net.Blocked(h.node, target):
-		return h.lost(ctx, "partition", id, target)
-	case nd.hit("drop-req", mix.DropRequest):
-		return h.lost(ctx, "drop-request", id, target)
+		return h.lost(ctx, model.FaultPartition, id, target)
+	case nd.hit(drawDropRequest, mix.DropRequest):
+		return h.lost(ctx, model.FaultDropRequest, id, target)
 	}
-	if nd.hit("delay", mix.Delay) {
+	if nd.hit(drawDelay, mix.Delay) {
 		d := nd.delayBy()
-		c.Stats.FaultsInjected++
-		c.Trace.Event(c.Now(), h.node, "fault delay %s by %v", id, d)
-		c.opFault("delay", id, false, h.node, target)
-		c.Sched.GateOwned(h, h.node, "net.delay", id+" "+attemptOf(ctx), d)
+		c.inject(injection{node: h.node, what: fmt.Sprintf("%s %s by %v", model.FaultDelay, id, d),
+			record: c.opFault(model.FaultDelay, m, false, h.node, target)})
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: "net.delay", ID: id + " " + attemptOf(ctx), Extra: d})
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	// The response wakes this goroutine outside the scheduler: park before
 	// touching shared state or the trace.
-	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx), 0)
-	if err == nil && nd.hit("dup", mix.Duplicate) {
-		c.Stats.FaultsInjected++
-		c.Trace.Event(c.Now(), h.node, "fault duplicate %s", id)
-		c.opFault("duplicate", id, false, h.node, target)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx)})
+	if err == nil && nd.hit(drawDuplicate, mix.Duplicate) {
+		c.inject(injection{node: h.node, what: string(model.FaultDuplicate) + " " + id,
+			record: c.opFault(model.FaultDuplicate, m, false, h.node, target)})
 		dctx := metadata.AppendToOutgoingContext(ctx, mdDup, "1")
 		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
-		c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx)+" dup", 0)
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " dup"})
 	}
-	if c.faults.on && err == nil && (c.Net.Blocked(target, h.node) || nd.hit("drop-resp", mix.DropResponse)) {
-		return h.lost(ctx, "drop-response", id, target)
+	if c.faults.on && err == nil && (c.Net.Blocked(target, h.node) || nd.hit(drawDropResponse, mix.DropResponse)) {
+		return h.lost(ctx, model.FaultDropResponse, id, target)
 	}
 	return err
 }
 
 // lost makes a call fail the way a lost message does: nothing comes back
 // and the caller's deadline expires.
-func (h *nodeHooks) lost(ctx context.Context, why, id, target string) error {
+func (h *nodeHooks) lost(ctx context.Context, why model.FaultKind, id, target string) error {
 	c := h.c
-	c.Stats.FaultsInjected++
-	c.Trace.Event(c.Now(), h.node, "fault %s %s", why, id)
-	c.opFault(why, id, false, h.node, target)
+	m, _ := system.MessageOf(ctx)
+	c.inject(injection{node: h.node, what: string(why) + " " + id, record: c.opFault(why, m, false, h.node, target)})
 	<-ctx.Done()
-	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" "+attemptOf(ctx)+" lost", 0)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " lost"})
 	return status.FromContextError(ctx.Err()).Err()
 }
 
@@ -342,6 +352,21 @@ func attemptOf(ctx context.Context) string {
 		return "a" + v[0]
 	}
 	return "a1"
+}
+
+// relayedOf names the message a relay call carries.
+func relayedOf(req any) (system.Message, bool) {
+	var m *relaypb.RelayedMessage
+	switch r := req.(type) {
+	case *relaypb.RelayBulkMessageRequest:
+		m = r.GetMessage()
+	case *relaypb.RelayMessageRequest:
+		m = r.GetMessage()
+	}
+	if m == nil {
+		return system.Message{}, false
+	}
+	return system.Message{Room: m.GetRoom(), Seq: m.GetSeq()}, true
 }
 
 func newReply(req any) any {

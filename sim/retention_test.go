@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/relaysim/relaysim/system"
 )
 
 // A client's inbox holds the whole run's actions from its start. Taking
@@ -57,26 +59,28 @@ func TestClientInboxInsertBetweenPops(t *testing.T) {
 	assert.Equal(t, []time.Duration{0, 10, 20, 30, 40, 50, 55, 60, 70, 80, 90}, got)
 }
 
-// The oracle's record of a message's tasks must not keep the task's gate
-// key alive (a substring would hold the whole key string for the run), and
-// it still counts repeats of the same message, node and dispatch.
+// The oracle's record of a message's tasks must not keep the strings it
+// was given alive (a room name cut from a larger string would hold all of
+// it for the run), and it still counts repeats of the same message, node
+// and dispatch.
 func TestTaskRecordsKeepNoLabel(t *testing.T) {
 	trace := NewTrace(false, 0)
-	c := &Cluster{Trace: trace, Sched: NewScheduler(nil, trace, nil)}
-	h := &nodeHooks{c: c, node: "n1"}
-	label := strings.Repeat("x", 64) + " dispatch r1#5 u3"
-	data := weak.Make(unsafe.StringData(label))
-	c.taskStarted(h, label, false)
-	c.taskStarted(h, "dispatch r1#5 u4", false)
-	c.taskStarted(h, "dispatch r1#5 retry1", false)
-	c.taskStarted(h, "dispatch r1#6 u3", false)
-	label = ""
+	r := newRecorder(trace, nil, "bulk")
+	var tc taskCounter
+	big := strings.Repeat("x", 64) + " r1"
+	data := weak.Make(unsafe.StringData(big))
+	r.taskStarted(&tc, "n1", system.Message{Room: big[65:], Seq: 5}, false, 0)
+	r.taskStarted(&tc, "n1", system.Message{Room: "r1", Seq: 5}, false, 0)
+	r.taskStarted(&tc, "n1", system.Message{Room: "r1", Seq: 5, Retry: true}, false, 0)
+	r.taskStarted(&tc, "n1", system.Message{Room: "r1", Seq: 6}, false, 0)
+	r.taskStarted(&tc, "n1", system.Message{}, false, 0) // a task of no message: not recorded
+	big = ""
 	runtime.GC()
-	assert.Nil(t, data.Value(), "the gate key is collected")
-	c.syncTasks()
-	require.Len(t, c.hist.Tasks, 3)
-	assert.Equal(t, []int{2, 1, 1}, []int{c.hist.Tasks[0].Count, c.hist.Tasks[1].Count, c.hist.Tasks[2].Count})
-	assert.Equal(t, []bool{false, true, false}, []bool{c.hist.Tasks[0].Retry, c.hist.Tasks[1].Retry, c.hist.Tasks[2].Retry})
-	assert.Equal(t, "r1", c.hist.Tasks[0].Room)
-	assert.Equal(t, uint64(6), c.hist.Tasks[2].Seq)
+	assert.Nil(t, data.Value(), "the string the room was cut from is collected")
+	h := r.history()
+	require.Len(t, h.Tasks, 3)
+	assert.Equal(t, []int{2, 1, 1}, []int{h.Tasks[0].Count, h.Tasks[1].Count, h.Tasks[2].Count})
+	assert.Equal(t, []bool{false, true, false}, []bool{h.Tasks[0].Retry, h.Tasks[1].Retry, h.Tasks[2].Retry})
+	assert.Equal(t, "r1", h.Tasks[0].Room)
+	assert.Equal(t, uint64(6), h.Tasks[2].Seq)
 }

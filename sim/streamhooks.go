@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -42,22 +44,22 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	target := strings.TrimPrefix(cc.Target(), "passthrough:///")
 	link := system.Label(ctx)
 	id := shortMethod(method) + " " + link + " " + attemptOf(ctx)
-	c.Sched.GateOwned(h, h.node, KindRPCSend, id, 0)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id})
 	ctx, cancel := context.WithCancel(ctx)
 	s := &simClientStream{h: h, id: id, link: link, target: target, cancel: cancel}
 	if c.Net.Blocked(h.node, target) {
 		cancel()
-		return nil, s.broken("partition", "open")
+		return nil, s.broken(string(model.FaultPartition), "open")
 	}
 	cs, err := streamer(ctx, desc, cc, method, opts...)
 	// Opening waits for the connection to be ready, which wakes the writer
 	// outside the scheduler: park before it goes on.
 	if err != nil {
 		cancel()
-		c.Sched.GateOwned(h, h.node, KindRPCDone, id+" failed", 0)
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " failed"})
 		return nil, err
 	}
-	c.Sched.GateOwned(h, h.node, KindRPCDone, id+" open", 0)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " open"})
 	s.ClientStream = cs
 	return s, nil
 }
@@ -78,24 +80,24 @@ func (s *simClientStream) SendMsg(m any) error {
 		return s.ClientStream.SendMsg(m)
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
-	c.Sched.GateSized(h, h.node, KindRPCSend, s.id+" "+item, 0, len(it.Recipients))
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Units: len(it.Recipients)})
 	nd := c.netDraws(h.node + "|" + s.id + " " + item)
 	switch {
 	case c.Net.Blocked(h.node, s.target):
-		return s.broken("partition", item)
-	case nd.hit("drop-req", c.faults.mix.DropRequest):
-		return s.broken("stream-break", item)
+		return s.broken(string(model.FaultPartition), item)
+	case nd.hit(drawDropRequest, c.faults.mix.DropRequest):
+		return s.broken(string(model.FaultStreamBreak), item)
 	}
-	if nd.hit("delay", c.faults.mix.Delay) {
+	if nd.hit(drawDelay, c.faults.mix.Delay) {
 		d := nd.delayBy()
-		c.Stats.FaultsInjected++
-		c.Trace.Event(c.Now(), h.node, "fault delay %s %s by %v", s.id, item, d)
-		c.recordFault(model.Fault{From: c.Now(), To: c.Now() + d, Kind: "delay", Nodes: []string{h.node, s.target}})
-		c.Sched.GateOwned(h, h.node, "net.delay", s.id+" "+item, d)
+		m := system.Message{Room: it.GetMessage().GetRoom(), Seq: it.GetMessage().GetSeq()}
+		c.inject(injection{node: h.node, what: fmt.Sprintf("%s %s %s by %v", model.FaultDelay, s.id, item, d),
+			record: c.opFault(model.FaultDelay, m, false, h.node, s.target)})
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: "net.delay", ID: s.id + " " + item, Extra: d})
 	}
 	err := s.ClientStream.SendMsg(m)
 	if err != nil {
-		c.Sched.GateOwned(h, h.node, KindRPCDone, s.id+" "+item+" failed", 0)
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " " + item + " failed"})
 	}
 	return err
 }
@@ -107,19 +109,19 @@ func (s *simClientStream) RecvMsg(m any) error {
 	if c.Trace.Frozen() {
 		return err
 	}
-	c.Sched.GateOwned(h, h.node, KindRPCDone, s.id+" ack", 0)
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " ack"})
 	if err != nil || !c.faults.on {
 		return err
 	}
-	if c.Net.Blocked(s.target, h.node) || c.netDraws(h.node+"|"+s.id+" ack").hit("drop-resp", c.faults.mix.DropResponse) {
+	if c.Net.Blocked(s.target, h.node) || c.netDraws(h.node+"|"+s.id+" ack").hit(drawDropResponse, c.faults.mix.DropResponse) {
 		return s.broken("ack-lost", "ack")
 	}
-	c.streamBreaks(s.link, true)
+	c.breaks.count(s.link, true)
 	return nil
 }
 
-// broken cuts the stream as a lost connection would and records the fault
-// on the link's path (sender, receiver): it delays the link's items until
+// broken cuts the stream as a lost connection would (why: the trace's
+// reason) and records the fault on the link's path (sender, receiver): it delays the link's items until
 // the writer has resent them. The harness counts the breaks of each link
 // since its last ack came back: after as many as a link has attempts, its
 // writer may give its items up, and they arrive only with the next
@@ -127,30 +129,34 @@ func (s *simClientStream) RecvMsg(m any) error {
 func (s *simClientStream) broken(why, what string) error {
 	h, c := s.h, s.h.c
 	s.cancel()
-	c.Stats.FaultsInjected++
-	c.Trace.Event(c.Now(), h.node, "fault %s %s %s", why, s.id, what)
-	kind := "stream-break"
-	if c.streamBreaks(s.link, false) >= c.relayAttempts {
-		kind = "stream-giveup"
+	kind := model.FaultStreamBreak
+	if c.breaks.count(s.link, false) >= c.relayAttempts {
+		kind = model.FaultStreamGiveUp
 	}
-	c.recordFault(model.Fault{From: c.Now(), To: c.Now(), Kind: kind, Nodes: []string{h.node, s.target}})
+	c.inject(injection{node: h.node, what: fmt.Sprintf("%s %s %s", why, s.id, what), record: c.linkFault(kind, h.node, s.target)})
 	return status.Errorf(codes.Unavailable, "simulated %s on %s", why, s.id)
 }
 
-// streamBreaks counts a break of link (acked: resets it at an ack that
-// came back) and returns the breaks since the link's last ack.
-func (c *Cluster) streamBreaks(link string, acked bool) int {
-	c.histMu.Lock()
-	defer c.histMu.Unlock()
-	if c.breaks == nil {
-		c.breaks = map[string]int{}
+// linkBreaks counts each relay stream link's breaks since its last ack.
+type linkBreaks struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// count counts a break of link (acked: resets it at an ack that came
+// back) and returns the breaks since the link's last ack.
+func (b *linkBreaks) count(link string, acked bool) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n == nil {
+		b.n = map[string]int{}
 	}
 	if acked {
-		delete(c.breaks, link)
+		delete(b.n, link)
 		return 0
 	}
-	c.breaks[link]++
-	return c.breaks[link]
+	b.n[link]++
+	return b.n[link]
 }
 
 // serverRelayStream gates each item a relay stream's handler reads.
@@ -172,10 +178,10 @@ func (s *serverRelayStream) RecvMsg(m any) error {
 	h := s.h
 	it, _ := m.(*relaypb.RelayStreamItem)
 	if err != nil || it == nil {
-		h.c.Sched.GateOwned(h, h.node, KindRPCRecv, s.id+" end", 0)
+		h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " end"})
 		return err
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
-	h.c.Sched.GateSized(h, h.node, KindRPCRecv, s.id+" "+item, 0, len(it.Recipients))
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Units: len(it.Recipients)})
 	return nil
 }

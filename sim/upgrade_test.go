@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -32,7 +33,7 @@ func TestParseUpgradeAndVersions(t *testing.T) {
 // order, and every node starts at the upgrade's From.
 func TestUpgradePlanRestartsEveryNodeOnceInTurn(t *testing.T) {
 	u := &Upgrade{From: 1, To: 3}
-	plan := u.plan([]Fault{{At: 3 * time.Second, Kind: "pause", Node: 1}}, 3, 8*time.Second)
+	plan := u.plan([]Fault{{At: 3 * time.Second, Kind: model.FaultPause, Node: 1}}, 3, 8*time.Second)
 	var kinds []string
 	for i, f := range plan {
 		kinds = append(kinds, f.String())

@@ -153,3 +153,9 @@ func names(prefix string, n int) []string {
 	}
 	return out
 }
+
+func sortedCopy(s []string) []string {
+	out := append([]string(nil), s...)
+	sort.Strings(out)
+	return out
+}

@@ -1,6 +1,7 @@
 package system
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -35,8 +36,9 @@ type ExecutorConfig struct {
 	// just before the task runs: a worker (caller false), or the submitting
 	// goroutine when the pool is saturated (caller-runs, caller true), so
 	// that an embedder counting tasks on workers can leave caller-runs
-	// tasks out. It may block: the simulation parks tasks there.
-	BeforeTask func(label string, caller bool)
+	// tasks out. It may block: the simulation parks tasks there. ctx is
+	// the context the task was submitted with (SubmitContext).
+	BeforeTask func(ctx context.Context, label string, caller bool)
 	// AfterTask, if set, is called in a worker after each task and before
 	// it takes the next one; never after a caller-runs task. It may block
 	// like BeforeTask.
@@ -99,7 +101,8 @@ type Executor struct {
 
 type task struct {
 	label string
-	fn    func() // nil: the worker must exit (retired or shut down)
+	ctx   context.Context // what BeforeTask is told the task was submitted with
+	fn    func()          // nil: the worker must exit (retired or shut down)
 }
 
 type worker struct {
@@ -155,10 +158,17 @@ const (
 // After Shutdown the task is not run and is counted as Rejected.
 // Submit panics if task is nil.
 func (e *Executor) Submit(label string, fn func()) {
+	e.SubmitContext(context.Background(), label, fn)
+}
+
+// SubmitContext is Submit for a task done on behalf of ctx's operation:
+// BeforeTask is given ctx (the task's own context, e.g. the message it
+// works for: MessageOf). The executor neither cancels nor waits on it.
+func (e *Executor) SubmitContext(ctx context.Context, label string, fn func()) {
 	if fn == nil {
 		panic("system: Executor.Submit(" + label + ") with a nil task")
 	}
-	t := task{label: label, fn: fn}
+	t := task{label: label, ctx: ctx, fn: fn}
 	e.mu.Lock()
 	if e.shut {
 		e.counts.rejected++
@@ -379,7 +389,7 @@ func (e *Executor) goneLocked() {
 func (e *Executor) run(t task, caller bool) {
 	defer e.recoverTask(t.label)
 	if e.cfg.BeforeTask != nil {
-		e.cfg.BeforeTask(t.label, caller)
+		e.cfg.BeforeTask(t.ctx, t.label, caller)
 	}
 	t.fn()
 }

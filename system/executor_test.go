@@ -1,6 +1,7 @@
 package system
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -274,7 +275,7 @@ func TestExecutorBeforeTask(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var rec, done execLabels
 		gates := map[string]chan struct{}{"worker": make(chan struct{}), "caller": make(chan struct{})}
-		e := NewExecutor(ExecutorConfig{Core: 1, Max: 1, BeforeTask: func(label string, caller bool) {
+		e := NewExecutor(ExecutorConfig{Core: 1, Max: 1, BeforeTask: func(_ context.Context, label string, caller bool) {
 			rec.record(fmt.Sprintf("%s caller=%t", label, caller))
 			if g := gates[label]; g != nil {
 				<-g
@@ -446,7 +447,7 @@ func execDeterminismRun(t *testing.T, seed uint64) (trace []string, peak []int) 
 		rng := rand.New(rand.NewPCG(seed, 0))
 		var started execLabels
 		e := NewExecutor(ExecutorConfig{Core: 2, Max: 5, Queue: 3, KeepAlive: 10 * time.Second,
-			BeforeTask: func(label string, _ bool) { started.record(label) }})
+			BeforeTask: func(_ context.Context, label string, _ bool) { started.record(label) }})
 		release := map[string]chan struct{}{}
 		var released []string
 		running := func() []string {
@@ -541,5 +542,28 @@ func TestExecutorStatsHasNoSideEffects(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, 1, e.Stats().Pool, "the workers' own timers retire them")
 		e.Shutdown()
+	})
+}
+
+// BeforeTask is given the context a task was submitted with, so an
+// embedder learns what the task works for (the message of a dispatch) as
+// data; Submit's tasks get the background context.
+func TestExecutorBeforeTaskContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		got := map[string]Message{}
+		var mu sync.Mutex
+		e := NewExecutor(ExecutorConfig{Core: 1, Max: 1, Queue: 4, BeforeTask: func(ctx context.Context, label string, _ bool) {
+			m, _ := MessageOf(ctx)
+			mu.Lock()
+			got[label] = m
+			mu.Unlock()
+		}})
+		defer e.Shutdown()
+		e.SubmitContext(WithMessage(context.Background(), Message{Room: "r1", Seq: 5, Retry: true}), "deliver r1#5 u3", func() {})
+		e.Submit("plain", func() {})
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Equal(t, map[string]Message{"deliver r1#5 u3": {Room: "r1", Seq: 5, Retry: true}, "plain": {}}, got)
 	})
 }

@@ -20,7 +20,7 @@ func (n *Node) dispatch(m *relaypb.RelayedMessage, members []string, retry bool)
 	if retry {
 		id = fmt.Sprintf("%s#%d retry%d", m.Room, m.Seq, n.nextRetry())
 	}
-	ctx := WithLabel(n.ctx, "dispatch "+id)
+	ctx := WithMessage(WithLabel(n.ctx, "dispatch "+id), Message{Room: m.Room, Seq: m.Seq, Retry: retry})
 	mode := n.Mode()
 	ev := DispatchEvent{Node: n.cfg.NodeID, Room: m.Room, Seq: m.Seq, Mode: mode, Retry: retry, Members: members}
 	var remote []string
@@ -51,7 +51,7 @@ func (n *Node) dispatch(m *relaypb.RelayedMessage, members []string, retry bool)
 // submit runs task on the executor under a context labelled with the task.
 func (n *Node) submit(ctx context.Context, label string, task func(context.Context)) {
 	ctx = WithLabel(ctx, label)
-	n.exec.Submit(label, func() { task(ctx) })
+	n.exec.SubmitContext(ctx, label, func() { task(ctx) })
 }
 
 // relayOne is single mode's per-recipient task: look the route up, relay.

@@ -1,6 +1,10 @@
 package system
 
-import "context"
+import (
+	"context"
+
+	"github.com/relaysim/relaysim/system/relaypb"
+)
 
 // Point names a boundary crossing of a node: an operation that is about to
 // happen. Key identifies the logical operation; it is unique among the
@@ -9,6 +13,9 @@ type Point struct {
 	Node string
 	Kind string // one of the Point* constants
 	Key  string
+	// Msg is the message the operation works for (the task gates of a
+	// message's dispatch); zero for operations of no message.
+	Msg Message
 }
 
 // Kinds of Point.
@@ -111,4 +118,33 @@ func WithLabel(ctx context.Context, label string) context.Context {
 func Label(ctx context.Context) string {
 	s, _ := ctx.Value(labelKey{}).(string)
 	return s
+}
+
+// Message names the message an operation works for, as data: its room and
+// sequence number, and whether the operation belongs to a retried
+// dispatch. Labels are for people; an embedder that needs to know which
+// message an operation serves (a Redis command, a relay call, a task)
+// reads Point.Msg or MessageOf.
+type Message struct {
+	Room  string
+	Seq   uint64
+	Retry bool
+}
+
+type messageKey struct{}
+
+// WithMessage marks ctx as working for message m: the node marks a
+// message's dispatch (its tasks, route look-ups and relay calls inherit
+// it) and the relays of a stream's items it falls back or hands over.
+func WithMessage(ctx context.Context, m Message) context.Context {
+	return context.WithValue(ctx, messageKey{}, m)
+}
+
+// messageOf names a relayed message.
+func messageOf(m *relaypb.RelayedMessage) Message { return Message{Room: m.GetRoom(), Seq: m.GetSeq()} }
+
+// MessageOf returns the message ctx works for, if any.
+func MessageOf(ctx context.Context) (Message, bool) {
+	m, ok := ctx.Value(messageKey{}).(Message)
+	return m, ok
 }

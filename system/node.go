@@ -87,12 +87,13 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	// embedder counts the tasks running on workers at once as PointTask
 	// released minus PointTaskDone reached, and a caller-runs task holds
 	// no worker (nor reaches PointTaskDone).
-	ec.BeforeTask = func(label string, caller bool) {
+	ec.BeforeTask = func(ctx context.Context, label string, caller bool) {
 		kind := PointTask
 		if caller {
 			kind = PointTaskCaller
 		}
-		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: kind, Key: label})
+		m, _ := MessageOf(ctx)
+		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: kind, Key: label, Msg: m})
 	}
 	ec.AfterTask = func(label string) {
 		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTaskDone, Key: label})

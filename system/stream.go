@@ -343,7 +343,7 @@ func (l *link) giveUp(err error, failures int) bool {
 		items := l.takeAll()
 		n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "fallback", Items: len(items), Err: err})
 		for _, it := range items {
-			ctx := WithLabel(n.ctx, fmt.Sprintf("fallback %s#%d ->%s", it.Message.Room, it.Message.Seq, l.p.server))
+			ctx := WithMessage(WithLabel(n.ctx, fmt.Sprintf("fallback %s#%d ->%s", it.Message.Room, it.Message.Seq, l.p.server)), messageOf(it.Message))
 			n.relay(ctx, l.p.server, it.Recipients, it.Message, ModeBulk)
 		}
 		return true
@@ -380,7 +380,7 @@ func (l *link) handover() {
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "handover", Items: len(items)})
 	wakes := &deferredWakes{}
 	for _, it := range items {
-		ctx := WithLabel(n.ctx, fmt.Sprintf("handover %s#%d ->%s from %s", it.Message.Room, it.Message.Seq, l.p.server, l.name))
+		ctx := WithMessage(WithLabel(n.ctx, fmt.Sprintf("handover %s#%d ->%s from %s", it.Message.Room, it.Message.Seq, l.p.server, l.name)), messageOf(it.Message))
 		n.relay(context.WithValue(ctx, deferredWakesKey{}, wakes), l.p.server, it.Recipients, it.Message, ModeStream)
 	}
 	for _, to := range wakes.links {

@@ -34,12 +34,15 @@ func TestShardsPartitionEverySeed(t *testing.T) {
 }
 
 func TestSweepSeedsShards(t *testing.T) {
-	got, err := sweepSeeds("1-10", "2/3")
-	require.NoError(t, err)
-	assert.Equal(t, []sim.Seed{2, 5, 8}, got)
-	all, err := sweepSeeds("0x10-0x12", "1/1")
-	require.NoError(t, err)
-	assert.Equal(t, []sim.Seed{16, 17, 18}, all)
+	seeds := func(spec, shardSpec string) []sim.Seed {
+		lo, hi, err := seedRange(spec)
+		require.NoError(t, err)
+		s, err := parseShard(shardSpec)
+		require.NoError(t, err)
+		return shardSeeds(lo, hi, s)
+	}
+	assert.Equal(t, []sim.Seed{2, 5, 8}, seeds("1-10", "2/3"))
+	assert.Equal(t, []sim.Seed{16, 17, 18}, seeds("0x10-0x12", "1/1"))
 }
 
 // Where a sweep's shard comes from: -shard, else RELAYSIM_SHARD (a CI

@@ -301,19 +301,6 @@ func lastViolation(out string) string {
 	return ""
 }
 
-// sweepSeeds expands "A-B" and keeps the seeds of shard "i/n".
-func sweepSeeds(spec, shardSpec string) ([]sim.Seed, error) {
-	lo, hi, err := seedRange(spec)
-	if err != nil {
-		return nil, err
-	}
-	s, err := parseShard(shardSpec)
-	if err != nil {
-		return nil, fmt.Errorf("-shard %w", err)
-	}
-	return shardSeeds(lo, hi, s), nil
-}
-
 // passThrough returns the run flags the user set, for the child runs.
 func passThrough(fs *flag.FlagSet) []string {
 	skip := map[string]bool{"seeds": true, "j": true, "shard": true, "shards": true, "mode": true, "seed": true, "trace": true,

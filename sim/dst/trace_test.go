@@ -1,4 +1,4 @@
-package sim
+package dst
 
 import (
 	"fmt"
@@ -22,8 +22,8 @@ func TestTraceFormattingMatchesFmt(t *testing.T) {
 	a, b := NewTrace(true, 10), NewTrace(true, 10)
 	for i, d := range []time.Duration{0, 1500 * time.Microsecond, 61 * time.Second, 3 * time.Hour} {
 		id := fmt.Sprintf("u%d a%d send r1 u1-m%d", i, i, i)
-		a.Event(d, "n1", "%s %s", KindRedis, id)
-		b.Op(d, "n1", KindRedis, id)
+		a.Event(d, "n1", "%s %s", "redis", id)
+		b.Op(d, "n1", "redis", id)
 	}
 	if a.Text() != b.Text() || a.Hash() != b.Hash() {
 		t.Errorf("Trace.Op differs from Event:\n%s\n%s", a.Text(), b.Text())
@@ -36,12 +36,12 @@ func TestHashStringMatchesFNV(t *testing.T) {
 	for _, s := range []string{"", "a", "faults", "n1|redis|u01 a3 send r1 u01-m1 room:r1:seq", "ü\x00\xff"} {
 		h := fnv.New64a()
 		h.Write([]byte(s))
-		if got, want := hashString(s), h.Sum64(); got != want {
-			t.Errorf("hashString(%q) = %x, want %x", s, got, want)
+		if got, want := HashString(s), h.Sum64(); got != want {
+			t.Errorf("HashString(%q) = %x, want %x", s, got, want)
 		}
 	}
 	seed := Seed(0x2a).Derive("cost")
-	if got, want := seed.unit3("n1", KindRedis, "x y"), seed.Unit("n1|redis|x y"); got != want {
+	if got, want := seed.Unit3("n1", "redis", "x y"), seed.Unit("n1|redis|x y"); got != want {
 		t.Errorf("unit3 = %v, Unit = %v", got, want)
 	}
 }

@@ -24,18 +24,3 @@ func TestDecodeLogEntry(t *testing.T) {
 	_, err = decodeLogEntry([]byte{0x0a, 0x05, 'a'}) // a length past the end
 	assert.Error(t, err)
 }
-
-func TestMsgOf(t *testing.T) {
-	tests := map[string]string{
-		"deliver r1#5 u3":                          "r1#5",
-		"recv RelayMessage relay r2#17 u3 ->n2 a2": "r2#17",
-		"dispatch r1#5 retry3":                     "r1#5",
-		"bulk r3#4 ->n2":                           "r3#4",
-		"connect u3 #2":                            "",
-		"sync u05 #14 tick14":                      "",
-		"send r1 u11-m1":                           "",
-	}
-	for id, want := range tests {
-		assert.Equal(t, want, msgOf(id), id)
-	}
-}

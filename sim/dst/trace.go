@@ -1,4 +1,4 @@
-package sim
+package dst
 
 import (
 	"crypto/sha256"
@@ -115,9 +115,12 @@ func (t *Trace) Hash() string {
 // Text returns the whole trace ("" unless kept).
 func (t *Trace) Text() string { return t.text.String() }
 
-// numbered returns every line (header lines first), so that line n is
-// numbered[n-1]; nil unless the trace was kept.
-func (t *Trace) numbered() []string {
+// Kept reports whether the trace keeps every line (else only a tail).
+func (t *Trace) Kept() bool { return t.keep }
+
+// Numbered returns every line (header lines first), so that line n is
+// Numbered()[n-1]; nil unless the trace was kept.
+func (t *Trace) Numbered() []string {
 	if !t.keep {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package sim
+package floorbench
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"net"
+	"path"
 	"runtime"
 	"slices"
 	"sort"
@@ -27,6 +28,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/sim/dst/memnet"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -41,12 +44,12 @@ import (
 // nodes that answer what the real nodes answered. A default run cannot cost
 // less CPU than its floor without changing what it does.
 //
-//	go test ./sim/ -run '^$' -bench DefaultFloor -benchtime=1x -v
-//	go test ./sim/ -run '^$' -bench DefaultFloor -benchtime=1x -cpu 1
-//	go test ./sim/ -run '^$' -bench DefaultFloor -benchtime=1x -floor.ttl=false
-//	go test ./sim/ -run '^$' -bench FloorUnit -benchtime=2000x
+//	go test ./sim/floorbench/ -run '^$' -bench DefaultFloor -benchtime=1x -v
+//	go test ./sim/floorbench/ -run '^$' -bench DefaultFloor -benchtime=1x -cpu 1
+//	go test ./sim/floorbench/ -run '^$' -bench DefaultFloor -benchtime=1x -floor.ttl=false
+//	go test ./sim/floorbench/ -run '^$' -bench FloorUnit -benchtime=2000x
 //
-// BenchmarkDefaultFloor runs seeds 1..5 of DefaultConfig per iteration in
+// BenchmarkDefaultFloor runs seeds 1..5 of sim.DefaultConfig per iteration in
 // each mode. Every seed is run twice in the simulation: once with the
 // recorder (not measured) and once without it (measured, and its trace
 // hash must be the recorded run's). The replay is in lockstep (one call or
@@ -110,7 +113,7 @@ type floorLog struct {
 
 func newFloorLog() *floorLog { return &floorLog{skipped: map[string]int{}} }
 
-// node is recordNode's function.
+// node is the recorder of one node (sim.Config.RecordNode).
 func (l *floorLog) node(node string) (redis.Hook, []grpc.ServerOption) {
 	return floorRedisHook{l: l, node: node}, []grpc.ServerOption{grpc.StatsHandler(&floorStats{l: l, node: node})}
 }
@@ -331,19 +334,18 @@ func streamDesc(sd grpc.ServiceDesc, name string) *grpc.StreamDesc {
 }
 
 // record runs cfg once with the recorder and returns its log.
-func recordRun(b *testing.B, cfg Config) (*floorLog, *Result) {
+func recordRun(b *testing.B, cfg sim.Config) (*floorLog, *sim.Result) {
 	b.Helper()
 	l := newFloorLog()
-	recordNode = l.node
-	defer func() { recordNode = nil }()
-	cfg.OnRelease = func(op *Op, _ time.Duration) {
-		if op.Kind == KindChaos && strings.HasSuffix(op.ID, " route-flush") {
+	cfg.RecordNode = l.node
+	cfg.OnRelease = func(op *sim.Op, _ time.Duration) {
+		if op.Kind == sim.KindChaos && strings.HasSuffix(op.ID, " route-flush") {
 			l.mu.Lock()
 			l.redis = append(l.redis, &floorRedis{flush: true})
 			l.mu.Unlock()
 		}
 	}
-	res := benchRun(b, cfg)
+	res := sim.BenchRun(b, cfg)
 	return l, res
 }
 
@@ -364,7 +366,7 @@ type floorCounts struct {
 	flushes                                     int
 }
 
-func (fc *floorCounts) add(l *floorLog, res *Result) {
+func (fc *floorCounts) add(l *floorLog, res *sim.Result) {
 	if fc.redisByName == nil {
 		fc.redisByName, fc.unary, fc.unaryReqB, fc.unaryRespB, fc.opens, fc.skipped = map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}, map[string]int{}
 	}
@@ -394,7 +396,7 @@ func (fc *floorCounts) add(l *floorLog, res *Result) {
 		}
 	}
 	for _, o := range l.ops {
-		m := shortMethod(o.method)
+		m := path.Base(o.method)
 		switch o.kind {
 		case opUnary:
 			fc.unary[m]++
@@ -472,12 +474,12 @@ func replayRedis(b *testing.B, l *floorLog, scripts *time.Duration) (mismatch in
 	// -floor.ttl=false leaves the clock alone (no key ever expires; the
 	// outcome of a GET of an expired route then differs from the run's).
 	m.ClockTTL(*floorTTL)
-	opts := (&Cluster{Redis: m}).redisOptions()
+	opts := sim.RedisOptions(m)
 	clients := map[string]*redis.Client{}
 	ctx := context.Background()
 	for _, r := range l.redis {
 		if r.flush {
-			(&Cluster{Redis: m}).FlushRoutes()
+			sim.FlushRoutes(m)
 			continue
 		}
 		if *floorTTL {
@@ -648,7 +650,7 @@ type replayStream struct {
 func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 	type server struct {
 		n   *stubNode
-		lis *memListener
+		lis *memnet.Listener
 		srv *grpc.Server
 	}
 	servers := map[string]*server{}
@@ -671,7 +673,7 @@ func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 		if status.Code(err) != status.Code(o.err) {
 			mismatch++
 			if mismatch <= 3 {
-				b.Logf("grpc replay: %s on %s ended %v, in the run %v", shortMethod(o.method), o.node, err, o.err)
+				b.Logf("grpc replay: %s on %s ended %v, in the run %v", path.Base(o.method), o.node, err, o.err)
 			}
 		}
 	}
@@ -679,7 +681,7 @@ func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 	for _, o := range l.ops {
 		s := servers[o.node]
 		if s == nil {
-			s = &server{n: newStubNode(), lis: listenMem(bufSize), srv: grpc.NewServer(grpc.ReadBufferSize(grpcReadBuffer))}
+			s = &server{n: newStubNode(), lis: memnet.NewListener(), srv: grpc.NewServer(grpc.ReadBufferSize(sim.GRPCReadBuffer))}
 			relaypb.RegisterChatServer(s.srv, s.n)
 			relaypb.RegisterRelayServer(s.srv, s.n)
 			go func() { _ = s.srv.Serve(s.lis) }()
@@ -691,7 +693,7 @@ func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 			var err error
 			cc, err = grpc.NewClient("passthrough:///"+o.node, grpc.WithTransportCredentials(insecure.NewCredentials()),
 				grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-				grpc.WithReadBufferSize(grpcReadBuffer))
+				grpc.WithReadBufferSize(sim.GRPCReadBuffer))
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -710,7 +712,7 @@ func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 			}
 			cctx, cancel := ctx, context.CancelFunc(func() {})
 			if o.deadline {
-				cctx, cancel = context.WithTimeout(ctx, clientTimeout)
+				cctx, cancel = context.WithTimeout(ctx, sim.ClientTimeout)
 			}
 			s.n.replies <- stubReply{resp, o.err}
 			err := cc.Invoke(cctx, o.method, req, fm.resp())
@@ -741,7 +743,7 @@ func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 				}
 			}
 			if err != nil {
-				b.Logf("grpc replay: open %s on %s: %v", shortMethod(o.method), o.node, err)
+				b.Logf("grpc replay: open %s on %s: %v", path.Base(o.method), o.node, err)
 				rs.broken = true
 				select {
 				case <-s.n.opens:
@@ -758,7 +760,7 @@ func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 			}
 			rs.s.out <- o.msg
 			if err := rs.cs.RecvMsg(fm.resp()); err != nil {
-				b.Logf("grpc replay: %s delivery on %s: %v", shortMethod(o.method), o.node, err)
+				b.Logf("grpc replay: %s delivery on %s: %v", path.Base(o.method), o.node, err)
 				rs.broken = true
 			}
 		case opRecv:
@@ -767,7 +769,7 @@ func replayGRPC(b *testing.B, l *floorLog) (mismatch int) {
 				continue
 			}
 			if err := rs.cs.SendMsg(o.msg); err != nil {
-				b.Logf("grpc replay: %s item on %s: %v", shortMethod(o.method), o.node, err)
+				b.Logf("grpc replay: %s item on %s: %v", path.Base(o.method), o.node, err)
 				rs.broken = true
 				continue
 			}
@@ -835,7 +837,7 @@ func (m *measured) do(f func()) {
 func ms(d time.Duration, n int) float64 { return float64(d.Microseconds()) / 1000 / float64(n) }
 
 // BenchmarkDefaultFloor measures a default run against its floor: seeds
-// 1..5 of DefaultConfig per iteration, in each mode. Metrics, per run:
+// 1..5 of sim.DefaultConfig per iteration, in each mode. Metrics, per run:
 // sim-cpu-ms and sim-wall-ms (the simulated run, as `relaysim run`), and
 // floor-cpu-ms (floor-redis-cpu-ms + floor-grpc-cpu-ms, and their wall),
 // sim/floor (CPU), and floor-max-seeds/s/core (1000 / floor-cpu-ms: the
@@ -843,17 +845,17 @@ func ms(d time.Duration, n int) float64 { return float64(d.Microseconds()) / 100
 func BenchmarkDefaultFloor(b *testing.B) {
 	for _, mode := range []system.Mode{system.ModeBulk, system.ModeSingle, system.ModeStream} {
 		b.Run("mode="+string(mode), func(b *testing.B) {
-			var sim, fredis, fgrpc measured
+			var simulated, fredis, fgrpc measured
 			var scripts, attrib time.Duration // the attribution pass: script calls' CPU, and the whole pass'
 			var fc floorCounts
 			runs := 0
 			for b.Loop() {
-				for seed := Seed(1); seed <= 5; seed++ {
-					cfg := DefaultConfig()
+				for seed := sim.Seed(1); seed <= 5; seed++ {
+					cfg := sim.DefaultConfig()
 					cfg.Seed, cfg.Mode = seed, mode
 					l, rec := recordRun(b, cfg)
-					var res *Result
-					sim.do(func() { res = benchRun(b, cfg) })
+					var res *sim.Result
+					simulated.do(func() { res = sim.BenchRun(b, cfg) })
 					if res.TraceHash != rec.TraceHash {
 						b.Fatalf("seed %s: the recorder changed the run (trace hash %s, %s without it)", seed, rec.TraceHash, res.TraceHash)
 					}
@@ -868,13 +870,13 @@ func BenchmarkDefaultFloor(b *testing.B) {
 			}
 			fc.log(b)
 			floor := fredis.cpu + fgrpc.cpu
-			b.ReportMetric(ms(sim.cpu, runs), "sim-cpu-ms/run")
-			b.ReportMetric(ms(sim.wall, runs), "sim-wall-ms/run")
+			b.ReportMetric(ms(simulated.cpu, runs), "sim-cpu-ms/run")
+			b.ReportMetric(ms(simulated.wall, runs), "sim-wall-ms/run")
 			b.ReportMetric(ms(floor, runs), "floor-cpu-ms/run")
 			b.ReportMetric(ms(fredis.cpu, runs), "floor-redis-cpu-ms/run")
 			b.ReportMetric(ms(fgrpc.cpu, runs), "floor-grpc-cpu-ms/run")
 			b.ReportMetric(ms(fredis.wall+fgrpc.wall, runs), "floor-wall-ms/run")
-			b.ReportMetric(float64(sim.cpu)/float64(floor), "sim/floor")
+			b.ReportMetric(float64(simulated.cpu)/float64(floor), "sim/floor")
 			b.ReportMetric(float64(scripts)/float64(attrib), "redis-script-share")
 			b.ReportMetric(1000/ms(floor, runs), "floor-max-seeds/s/core")
 		})
@@ -890,7 +892,7 @@ func BenchmarkDefaultFloor(b *testing.B) {
 // fixed -benchtime (each EVALSHA adds a message to the room: the state
 // grows with b.N), e.g. -benchtime=2000x.
 func BenchmarkFloorUnit(b *testing.B) {
-	cfg := DefaultConfig()
+	cfg := sim.DefaultConfig()
 	cfg.Seed = 1
 	l, _ := recordRun(b, cfg)
 	b.Run("evalsha-send", func(b *testing.B) {
@@ -898,7 +900,7 @@ func BenchmarkFloorUnit(b *testing.B) {
 		m := miniredis.NewMiniRedis()
 		defer m.Close()
 		m.ClockTTL(true)
-		rdb := redis.NewClient((&Cluster{Redis: m}).redisOptions())
+		rdb := redis.NewClient(sim.RedisOptions(m))
 		defer rdb.Close()
 		ctx := context.Background()
 		var sends [][]any
@@ -906,7 +908,7 @@ func BenchmarkFloorUnit(b *testing.B) {
 			m.SetTime(r.at.Truncate(time.Millisecond))
 			switch {
 			case r.flush:
-				(&Cluster{Redis: m}).FlushRoutes()
+				sim.FlushRoutes(m)
 			case r.pipe:
 				p := rdb.Pipeline()
 				if r.tx {
@@ -944,7 +946,7 @@ func BenchmarkFloorUnit(b *testing.B) {
 	b.Run("redis-get", func(b *testing.B) {
 		m := miniredis.NewMiniRedis()
 		defer m.Close()
-		rdb := redis.NewClient((&Cluster{Redis: m}).redisOptions())
+		rdb := redis.NewClient(sim.RedisOptions(m))
 		defer rdb.Close()
 		ctx := context.Background()
 		rdb.Set(ctx, "route:u01", "n1|s1", 0)
@@ -967,14 +969,14 @@ func BenchmarkFloorUnit(b *testing.B) {
 		}
 	}
 	n := newStubNode()
-	lis := listenMem(bufSize)
-	srv := grpc.NewServer(grpc.ReadBufferSize(grpcReadBuffer))
+	lis := memnet.NewListener()
+	srv := grpc.NewServer(grpc.ReadBufferSize(sim.GRPCReadBuffer))
 	relaypb.RegisterChatServer(srv, n)
 	go func() { _ = srv.Serve(lis) }()
 	defer srv.Stop()
 	cc, err := grpc.NewClient("passthrough:///n1", grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithReadBufferSize(grpcReadBuffer))
+		grpc.WithReadBufferSize(sim.GRPCReadBuffer))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -984,7 +986,7 @@ func BenchmarkFloorUnit(b *testing.B) {
 		runtime.GC()
 		c0 := cpuNow()
 		for b.Loop() {
-			cctx, cancel := context.WithTimeout(ctx, clientTimeout)
+			cctx, cancel := context.WithTimeout(ctx, sim.ClientTimeout)
 			n.replies <- stubReply{msg: send.resp}
 			if err := cc.Invoke(cctx, send.method, send.msg, &relaypb.SendResponse{}); err != nil {
 				b.Fatal(err)

@@ -1,4 +1,4 @@
-package sim
+package dst
 
 import (
 	"fmt"
@@ -19,15 +19,16 @@ type Op struct {
 	// ReadyAt is the virtual time from which the op may be released (its
 	// latency, any fault delay, a node pause).
 	ReadyAt time.Duration
-	// Units sizes the op for the CPU model (recipients of a relay, keys of
-	// a Redis command); 0 means 1. It is not part of the key or the trace.
+	// Units sizes the op for the resource model (the harness says what: a
+	// message's recipients, a command's keys); 0 means 1. It is not part
+	// of the key or the trace.
 	Units int
-	// owner is who the op belongs to (a node incarnation's hooks; nil for
-	// clients and the fault injector): Hold stops every op of an owner.
+	// owner is who the op belongs to (GateSpec.Owner): Hold stops every op
+	// of an owner.
 	owner   any
 	arrival uint64
 	delayed bool
-	booked  bool // the CPU model booked a resource until ReadyAt
+	booked  bool // the resource model booked a resource until ReadyAt
 	release chan struct{}
 }
 
@@ -63,8 +64,9 @@ type Scheduler struct {
 	// ops ordered by arrival instead of key, or gates switched off.
 	ByArrival bool
 	Ungated   bool
-	// CPU, when set, makes ops cost time on contended resources (cpu.go).
-	CPU *Resources
+	// Resources, when set, makes ops cost time on contended resources
+	// (resources.go).
+	Resources *Resources
 	// OnRelease, when set, is told of each released op (driver side, in
 	// release order): the experiments time fan-outs with it.
 	OnRelease func(op *Op, now time.Duration)
@@ -82,37 +84,34 @@ func NewScheduler(s Strategy, trace *Trace, latency func(node, kind, id string) 
 // Now is the virtual time since the run started.
 func (s *Scheduler) Now() time.Duration { return time.Since(s.start) }
 
+// Origin is the bubble's clock reading at virtual time 0.
+func (s *Scheduler) Origin() time.Time { return s.start }
+
+// GateSpec is one operation arriving at a gate: who it is (Node, Kind,
+// ID: its trace line and key "node|kind|id"), what it belongs to, and what
+// it adds to the op's drawn latency.
+type GateSpec struct {
+	// Owner is who the op belongs to (a node incarnation; nil for ops of no
+	// one): once the owner is held (Hold), its ops park in the held set
+	// until teardown.
+	Owner          any
+	Node, Kind, ID string
+	// Tie, for an op whose id two calls in flight at once may share (the
+	// same client request made twice, a duplicated relay), is the call's
+	// own identity: it makes the key unique without entering the trace.
+	// It follows a NUL byte, which sorts below every character an id
+	// holds, so keys that differed before keep their order and only equal
+	// ones are ordered by their ties.
+	Tie string
+	// Extra delays the op beyond its latency (a fault).
+	Extra time.Duration
+	// Units sizes the op for the resource model (see Op.Units).
+	Units int
+}
+
 // Gate parks the calling goroutine until the driver releases it. The op's
-// latency is applied before it can be picked.
-func (s *Scheduler) Gate(node, kind, id string) {
-	s.GateDelay(node, kind, id, 0)
-}
-
-// GateDelay is Gate with an extra delay (a fault).
-func (s *Scheduler) GateDelay(node, kind, id string, extra time.Duration) {
-	s.GateOwned(nil, node, kind, id, extra)
-}
-
-// GateOwned is GateDelay for an op that belongs to owner (a node
-// incarnation): once the owner is held (Hold), the op parks in the held set
-// and stays there until teardown.
-func (s *Scheduler) GateOwned(owner any, node, kind, id string, extra time.Duration) {
-	s.GateSized(owner, node, kind, id, extra, 0)
-}
-
-// GateSized is GateOwned for an op of a given size (see Op.Units; only
-// the CPU model reads it).
-func (s *Scheduler) GateSized(owner any, node, kind, id string, extra time.Duration, units int) {
-	s.GateTied(owner, node, kind, id, "", extra, units)
-}
-
-// GateTied is GateSized for an op whose id two calls in flight at once may
-// share (the same client request made twice, a duplicated relay): tie, the
-// call's own identity, makes its key unique without entering the trace.
-// It follows a NUL byte, which sorts below every character an id holds, so
-// keys that differed before keep their order and only equal ones are
-// ordered by their ties.
-func (s *Scheduler) GateTied(owner any, node, kind, id, tie string, extra time.Duration, units int) {
+// latency (and g.Extra) is applied before it can be picked.
+func (s *Scheduler) Gate(g GateSpec) {
 	if s.Ungated {
 		return
 	}
@@ -121,20 +120,20 @@ func (s *Scheduler) GateTied(owner any, node, kind, id, tie string, extra time.D
 		<-s.lock
 		return
 	}
-	key := node + "|" + kind + "|" + id
-	if tie != "" {
-		key += "\x00" + tie
+	key := g.Node + "|" + g.Kind + "|" + g.ID
+	if g.Tie != "" {
+		key += "\x00" + g.Tie
 	}
-	op := &Op{Key: key, Node: node, Kind: kind, ID: id, Units: units, owner: owner, release: make(chan struct{})}
-	if owner != nil && s.heldOwner[owner] {
+	op := &Op{Key: key, Node: g.Node, Kind: g.Kind, ID: g.ID, Units: g.Units, owner: g.Owner, release: make(chan struct{})}
+	if g.Owner != nil && s.heldOwner[g.Owner] {
 		s.held = append(s.held, op)
 		<-s.lock
 		<-op.release
 		return
 	}
-	op.ReadyAt = s.Now() + extra
+	op.ReadyAt = s.Now() + g.Extra
 	if s.latency != nil {
-		op.ReadyAt += s.latency(node, kind, id)
+		op.ReadyAt += s.latency(g.Node, g.Kind, g.ID)
 	}
 	if _, dup := s.parked[key]; dup {
 		s.Collisions = append(s.Collisions, key)
@@ -193,6 +192,13 @@ func (s *Scheduler) Pause(node string, until time.Duration) {
 	<-s.lock
 }
 
+// UnpauseAll lifts every pause at once (the liveness phase: faults stop).
+func (s *Scheduler) UnpauseAll() {
+	s.lock <- struct{}{}
+	s.pausedTo = map[string]time.Duration{}
+	<-s.lock
+}
+
 // RunUntil drives the bubble until virtual time t: it releases ready ops one
 // by one and lets time advance when none is ready.
 func (s *Scheduler) RunUntil(t time.Duration) { s.drive(nil, t) }
@@ -230,10 +236,10 @@ func (s *Scheduler) ready(now time.Duration) ([]*Op, time.Duration) {
 func (s *Scheduler) step(ready []*Op, now time.Duration) {
 	i, delay := s.strategy.Pick(ready, now)
 	op := ready[i]
-	if s.CPU != nil && s.CPU.book(s, op, now) {
-		return // re-parked until its booked work is done (cpu.go)
+	if s.Resources != nil && s.Resources.book(s, op, now) {
+		return // re-parked until its booked work is done (resources.go)
 	}
-	if delay > 0 && !op.delayed && s.CPU == nil {
+	if delay > 0 && !op.delayed && s.Resources == nil {
 		s.lock <- struct{}{}
 		op.ReadyAt, op.delayed = now+delay, true
 		<-s.lock

@@ -1,9 +1,8 @@
-package sim
+package dst
 
 import (
 	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strconv"
 	"strings"
 )
@@ -34,7 +33,7 @@ func (s Seed) String() string { return fmt.Sprintf("0x%x", uint64(s)) }
 
 // Derive returns the sub-seed of the named subsystem.
 func (s Seed) Derive(name string) Seed {
-	return Seed(mix(uint64(s) ^ hashString(name)))
+	return Seed(mix(uint64(s) ^ HashString(name)))
 }
 
 // Rand returns a generator seeded from s.
@@ -45,12 +44,12 @@ func (s Seed) Rand() *rand.Rand {
 // Unit maps (s, key) to a float in [0, 1): a decision that depends on the
 // operation's identity only, not on when it happened to arrive.
 func (s Seed) Unit(key string) float64 {
-	return float64(mix(uint64(s)^hashString(key))>>11) / (1 << 53)
+	return float64(mix(uint64(s)^HashString(key))>>11) / (1 << 53)
 }
 
-// hashString is FNV-1a (hash/fnv's New64a), inlined: no hasher and no
+// HashString is FNV-1a (hash/fnv's New64a), inlined: no hasher and no
 // []byte copy per call (it runs for every gated op's latency).
-func hashString(s string) uint64 { return fnv1a(fnvOffset, s) }
+func HashString(s string) uint64 { return fnv1a(fnvOffset, s) }
 
 const (
 	fnvOffset = 14695981039346656037
@@ -58,7 +57,7 @@ const (
 )
 
 // fnv1a continues an FNV-1a hash h over s: fnv1a(fnv1a(fnvOffset, a), b)
-// equals hashString(a + b).
+// equals HashString(a + b).
 func fnv1a(h uint64, s string) uint64 {
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
@@ -67,8 +66,9 @@ func fnv1a(h uint64, s string) uint64 {
 	return h
 }
 
-// unit3 is s.Unit(a + "|" + b + "|" + c) without building the string.
-func (s Seed) unit3(a, b, c string) float64 {
+// Unit3 is s.Unit(a + "|" + b + "|" + c) without building the string (it
+// runs for every gated op's latency).
+func (s Seed) Unit3(a, b, c string) float64 {
 	h := fnv1a(fnv1a(fnv1a(fnv1a(fnv1a(fnvOffset, a), "|"), b), "|"), c)
 	return float64(mix(uint64(s)^h)>>11) / (1 << 53)
 }
@@ -79,10 +79,4 @@ func mix(z uint64) uint64 {
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
 	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
 	return z ^ (z >> 31)
-}
-
-func sortedCopy(s []string) []string {
-	out := append([]string(nil), s...)
-	sort.Strings(out)
-	return out
 }

@@ -1,7 +1,6 @@
-package sim
+package dst
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"io"
@@ -14,21 +13,13 @@ import (
 	"time"
 )
 
-// Bubble runs f inside a testing/synctest bubble: virtual time, and every
-// goroutine f starts must end before Bubble returns. Under `go test` pass the
-// test's t; a plain binary (cmd/relaysim) passes nil and gets a bubble
-// through the testing package's own runner, since synctest offers bubbles
-// only to tests.
-func Bubble(t *testing.T, f func(t *testing.T)) error {
-	if t != nil {
-		synctest.Test(t, f)
-		if t.Failed() {
-			return errors.New("bubble failed")
-		}
-		return nil
-	}
-	return bubbleOutsideTest(f)
-}
+// This file is the one place that drives testing.MainStart. synctest gives
+// bubbles only to tests, so a plain binary (cmd/relaysim) runs each
+// simulation as the single test of an in-process testing.M. MainStart and
+// its testDeps interface are exported for `go test`'s generated main and
+// are outside the Go 1 compatibility promise: a new Go release may change
+// the interface, and when it does, runnerDeps below is all that has to
+// follow (the build fails here, nowhere else).
 
 var bubbleMu sync.Mutex // the testing runner is process-global
 
@@ -96,5 +87,3 @@ func (runnerDeps) SnapshotCoverage()                       {}
 func (runnerDeps) InitRuntimeCoverage() (string, func(string, string) (string, error), func() float64) {
 	return "", nil, nil
 }
-
-func contextBackground() context.Context { return context.Background() }

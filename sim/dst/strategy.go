@@ -1,4 +1,4 @@
-package sim
+package dst
 
 import (
 	"fmt"
@@ -126,8 +126,8 @@ func (e *Exhaustive) Pick(ready []*Op, _ time.Duration) (int, time.Duration) {
 	return c, 0
 }
 
-// replay returns a strategy that follows this run's schedule again.
-func (e *Exhaustive) replay() *Exhaustive {
+// Replay returns a strategy that follows this run's schedule again.
+func (e *Exhaustive) Replay() *Exhaustive {
 	return &Exhaustive{Bound: e.Bound, Delay: e.Delay, prefix: append([]int(nil), e.chosen...), Explored: e.Explored}
 }
 

@@ -1,4 +1,4 @@
-package sim
+package memnet
 
 import (
 	"context"
@@ -29,19 +29,23 @@ func (pipeTimeout) Error() string   { return "i/o timeout" }
 func (pipeTimeout) Timeout() bool   { return true }
 func (pipeTimeout) Temporary() bool { return false }
 
-// memListener is a net.Listener whose connections are in-memory pipes.
-type memListener struct {
+// Listener is a net.Listener whose connections are in-memory pipes.
+type Listener struct {
 	mu   sync.Mutex
 	sz   int
 	ch   chan net.Conn
 	done chan struct{}
 }
 
-func listenMem(sz int) *memListener {
-	return &memListener{sz: sz, ch: make(chan net.Conn), done: make(chan struct{})}
+// NewListener returns a listener whose connections are pipes of the
+// network's capacity (what Network.Listen makes, without a network).
+func NewListener() *Listener { return listenMem(bufSize) }
+
+func listenMem(sz int) *Listener {
+	return &Listener{sz: sz, ch: make(chan net.Conn), done: make(chan struct{})}
 }
 
-func (l *memListener) Accept() (net.Conn, error) {
+func (l *Listener) Accept() (net.Conn, error) {
 	select {
 	case <-l.done:
 		return nil, errListenerClosed
@@ -50,7 +54,7 @@ func (l *memListener) Accept() (net.Conn, error) {
 	}
 }
 
-func (l *memListener) Close() error {
+func (l *Listener) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	select {
@@ -61,10 +65,10 @@ func (l *memListener) Close() error {
 	return nil
 }
 
-func (l *memListener) Addr() net.Addr { return memAddr{} }
+func (l *Listener) Addr() net.Addr { return memAddr{} }
 
 // DialContext connects to the listener.
-func (l *memListener) DialContext(ctx context.Context) (net.Conn, error) {
+func (l *Listener) DialContext(ctx context.Context) (net.Conn, error) {
 	p1, p2 := newMemPipe(l.sz), newMemPipe(l.sz)
 	select {
 	case <-ctx.Done():

@@ -1,4 +1,4 @@
-package sim
+package floorbench
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
+	"github.com/relaysim/relaysim/sim"
 	"github.com/relaysim/relaysim/system"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -24,8 +25,8 @@ import (
 // checks). The simulation cannot be faster than this; BenchmarkFloorRatio
 // reports how far above it it is.
 //
-//	go test -run '^$' -bench FloorRatio -benchtime=1x -timeout 60m ./sim/
-//	go test -run '^$' -bench FloorRatio -benchtime=1x -floor.load=20s ./sim/   # shorter
+//	go test -run '^$' -bench FloorRatio -benchtime=1x -timeout 60m ./sim/floorbench/
+//	go test -run '^$' -bench FloorRatio -benchtime=1x -floor.load=20s ./sim/floorbench/   # shorter
 
 var floorLoad = flag.Duration("floor.load", 120*time.Second, "BenchmarkFloorRatio: load phase of the Axis B run")
 
@@ -33,12 +34,12 @@ var floorLoad = flag.Duration("floor.load", 120*time.Second, "BenchmarkFloorRati
 // with the runner: relaysim run -seed 0x2a -mode M -nodes 3 -users 150
 // -rooms 1 -rooms-per-user 1 -rate 50 -duration LOAD -drain 60s -churn 0
 // -faults=false -core 30 -max 200 -queue 1000.
-func axisBRunner(mode system.Mode, load time.Duration) Config {
-	cfg := DefaultConfig()
+func axisBRunner(mode system.Mode, load time.Duration) sim.Config {
+	cfg := sim.DefaultConfig()
 	cfg.Seed, cfg.Mode, cfg.Nodes = 0x2a, mode, 3
 	cfg.Users, cfg.Rooms, cfg.RoomsPerUser, cfg.Churn = 150, 1, 1, 0
 	cfg.Rate, cfg.Duration, cfg.Drain = 50, load, 60*time.Second
-	cfg.Bounds = NoFaults()
+	cfg.Bounds = sim.NoFaults()
 	cfg.Executor.Core, cfg.Executor.Max, cfg.Executor.Queue = 30, 200, 1000
 	return cfg
 }
@@ -59,7 +60,7 @@ func BenchmarkFloorRatio(b *testing.B) {
 			cfg := axisBRunner(mode, *floorLoad)
 			var simWall, floorWall time.Duration
 			for b.Loop() {
-				res := benchRun(b, cfg)
+				res := sim.BenchRun(b, cfg)
 				simWall += res.Wall
 				w := floorWork{users: cfg.Users, deliveries: res.Stats.Deliveries, relays: res.Stats.Relays, callers: cfg.Executor.Core}
 				w.perRelay = 1

@@ -1,4 +1,4 @@
-package sim
+package memnet
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// Network is the simulated network: one in-memory listener per node address
+// Network is the simulated network: one in-memory listener per address
 // (pipe.go: bufconn's semantics, memory as used), connections tagged with
-// who dialled them, partitions between nodes, and client connections that
+// who dialled them, one-way cuts between addresses, and connections that
 // can "vanish" (stop reading without closing).
 type Network struct {
 	mu        sync.Mutex
-	listeners map[string]*memListener
+	listeners map[string]*Listener
 	conns     map[*simConn]struct{}
 	cut       map[[2]string]bool // one-way link from -> to is cut
 	dead      map[string]bool    // dialers (incarnation tags) that crashed
@@ -23,16 +23,10 @@ type Network struct {
 
 // NewNetwork returns an empty network.
 func NewNetwork() *Network {
-	return &Network{listeners: map[string]*memListener{}, conns: map[*simConn]struct{}{}, cut: map[[2]string]bool{}}
+	return &Network{listeners: map[string]*Listener{}, conns: map[*simConn]struct{}{}, cut: map[[2]string]bool{}}
 }
 
 const bufSize = 256 << 10
-
-// grpcReadBuffer is the read buffer of every gRPC transport of the
-// simulation (gRPC's default is 32 KiB, allocated per connection and
-// side: ~30 MB with 150 users). Reads over the in-memory pipes are
-// function calls; a smaller buffer only means more of them.
-const grpcReadBuffer = 4 << 10
 
 // Listen (re)creates the listener of addr; a restarted node listens anew.
 func (nw *Network) Listen(addr string) net.Listener {
@@ -184,9 +178,9 @@ func (c *simConn) Close() error {
 	return c.Conn.Close()
 }
 
-// cutFrom closes every connection dialled by from and refuses its later
-// dials: from (an incarnation's tag) crashed.
-func (nw *Network) cutFrom(from string) {
+// CutFrom closes every connection dialled by from and refuses its later
+// dials: from (a process, an incarnation's tag) crashed.
+func (nw *Network) CutFrom(from string) {
 	nw.mu.Lock()
 	if nw.dead == nil {
 		nw.dead = map[string]bool{}
@@ -198,11 +192,24 @@ func (nw *Network) cutFrom(from string) {
 	}
 }
 
-// vanishFrom black-holes every open connection dialled by from.
-func (nw *Network) vanishFrom(from string) {
+// VanishFrom black-holes every open connection dialled by from.
+func (nw *Network) VanishFrom(from string) {
 	for _, c := range nw.dialledBy(from) {
 		c.Vanish()
 	}
+}
+
+// Break closes every open connection from has dialled to addr, as a
+// network that resets them would, and returns how many it closed.
+func (nw *Network) Break(from, addr string) int {
+	n := 0
+	for _, c := range nw.dialledBy(from) {
+		if c.to == addr {
+			_ = c.Close()
+			n++
+		}
+	}
+	return n
 }
 
 // dialledBy returns the open connections dialled by from.

@@ -1,0 +1,72 @@
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// FaultKind names what the simulator did to the system. The names are
+// part of the record (the history's JSON) and of the seeds: the simulator
+// derives each kind's fault plan from its name, so renaming one moves
+// every trace.
+type FaultKind string
+
+// Timed faults: the simulator's fault plan and the scenario commands apply
+// them to nodes, links, Redis or clients for a while (or at once).
+const (
+	FaultCrash       FaultKind = "crash"        // a node stops as a process does (until its restart)
+	FaultRestart     FaultKind = "restart"      // a crashed node comes back with a new epoch
+	FaultUpgrade     FaultKind = "upgrade"      // a node restarts with another protocol version
+	FaultPartition   FaultKind = "partition"    // links between nodes cut (until their heal); also a call it lost
+	FaultHeal        FaultKind = "heal"         // a partition's links restored
+	FaultPause       FaultKind = "pause"        // a node holds every operation for a while
+	FaultRedisOutage FaultKind = "redis-outage" // every Redis command fails for a while; also a command it failed
+	FaultRedisSpike  FaultKind = "redis-spike"  // every Redis command is slow for a while
+	FaultRouteFlush  FaultKind = "route-flush"  // every routing entry deleted
+	FaultVanish      FaultKind = "vanish"       // a client stops reading without closing its stream
+	FaultSlow        FaultKind = "slow"         // a client reads its deliveries slowly for a while
+	FaultForge       FaultKind = "forge"        // a client call with a forged user credential
+)
+
+// Per-operation faults: drawn for one relay call, stream write or Redis
+// command, or a link's connections reset by a scenario.
+const (
+	FaultDropRequest  FaultKind = "drop-request"  // a relay call never reaches its peer
+	FaultDropResponse FaultKind = "drop-response" // a relay call's response is lost on its way back
+	FaultDuplicate    FaultKind = "duplicate"     // a relay call reaches its peer twice
+	FaultDelay        FaultKind = "delay"         // a relay call or stream write is held up to 2 s
+	FaultRedisError   FaultKind = "redis-error"   // one Redis command fails
+	FaultStreamBreak  FaultKind = "stream-break"  // a relay stream breaks (the writer resends)
+	FaultStreamGiveUp FaultKind = "stream-giveup" // a relay stream broke as often as its writer tries (it may give its items up)
+	FaultBreak        FaultKind = "break"         // a node's connections to a peer reset
+)
+
+// Keys of History.Recovery that are not kinds.
+const (
+	RecoveryDefault FaultKind = ""   // a kind without a recovery of its own
+	RecoveryOp      FaultKind = "op" // any per-operation network fault
+)
+
+var faultKinds = []FaultKind{
+	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
+	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge,
+	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
+	FaultStreamBreak, FaultStreamGiveUp, FaultBreak,
+}
+
+// ParseFaultKind reads a fault kind's name: the one place where text (a
+// flag, a scenario file) becomes a kind.
+func ParseFaultKind(s string) (FaultKind, error) {
+	for _, k := range faultKinds {
+		if string(k) == s {
+			return k, nil
+		}
+	}
+	names := make([]string, len(faultKinds))
+	for i, k := range faultKinds {
+		names[i] = string(k)
+	}
+	sort.Strings(names)
+	return "", fmt.Errorf("unknown fault kind %q (want one of %s)", s, strings.Join(names, ", "))
+}

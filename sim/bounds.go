@@ -1,0 +1,103 @@
+package sim
+
+// This file holds the bounds the checkers judge a run by, derived from
+// the cost model and the node configuration: never from what the relay
+// says of itself.
+
+import (
+	"time"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/system"
+)
+
+// closeBound is how soon a node must end the stream of a client that
+// closed it: the client's cancel reaches the node with the next frame, and
+// the handler only has to notice it (a few gated steps).
+const closeBound = time.Second
+
+// SetBounds sets the bounds the checkers judge the run by: the keep-alive
+// bound of a vanished client's stream, the live-delivery bound and the
+// recovery times of faults (from the cost model and the node config), and
+// the per-node goroutine bound.
+func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
+	nc := system.DefaultConfig()
+	if c.cfg.Node != nil {
+		c.cfg.Node(&nc)
+	}
+	c.rec.bounds(func(h *model.History) {
+		h.KeepAliveBound = nc.StreamKeepAlive + nc.StreamKeepAliveTimeout + 5*time.Second
+		h.CloseBound = closeBound
+		h.LiveBound = LiveBound(cost, maxDelay)
+		h.Recovery = Recovery(nc)
+		h.GoroutineBound = GoroutineBound
+		if c.cfg.Mode == system.ModeStream {
+			h.GoroutineBound = StreamGoroutineBound
+		}
+	})
+}
+
+func maxDelayOf(s Strategy) time.Duration {
+	switch s := s.(type) {
+	case *Random:
+		return s.MaxDelay
+	case *dst.PCT:
+		return s.MaxDelay
+	case *Exhaustive:
+		return s.Delay
+	}
+	return 0
+}
+
+// LiveBound is the time within which a connected member must receive a
+// message no fault touched (model.CheckTimely), derived from the cost
+// model: the longest chain of gated operations on the live path (the
+// send's RPC and Lua script, a route look-up, the relay's RPC out and back
+// in, the task, the session lock, the stream write and the client's
+// receive: liveHops, each at its largest drawn latency), plus the scheduler
+// delaying a few of them (liveDelays x its largest delay), times two.
+func LiveBound(cost CostModel, maxDelay time.Duration) time.Duration {
+	hop := max(cost.NetMin+2*cost.NetMean, cost.RedisMin+2*cost.RedisMean) + cost.TaskCost + cost.SendCost
+	return 2 * (liveHops*hop + liveDelays*maxDelay)
+}
+
+// ContendedLiveBound is what the live bound grows by when ops wait for
+// cores (CPUModel): each of the live path's hops at maxWait, the longest
+// wait for a core any op of the run met, times two as LiveBound.
+func ContendedLiveBound(maxWait time.Duration) time.Duration {
+	return 2 * liveHops * maxWait
+}
+
+const (
+	liveHops   = 16
+	liveDelays = 4
+)
+
+// Recovery is how long the effects of each timed fault kind may outlast
+// it on the live path: a restarted or healed peer is re-dialled with the
+// connect back-off (at most deterministicConnect's MaxDelay plus
+// MinConnectTimeout) after relays time out and retry (RelayTimeout x
+// RelayAttempts); a flushed route comes back at the next refresh
+// (RouteTTL/3); a vanished client's stale session absorbs pushes until the
+// keep-alive reaps it; a relay whose request or response was lost holds a
+// worker through its timeouts and back-offs ("op").
+func Recovery(cfg system.Config) map[model.FaultKind]time.Duration {
+	relay := time.Duration(cfg.RelayAttempts) * (cfg.RelayTimeout + time.Duration(cfg.RelayAttempts)*cfg.RelayBackoff)
+	reconnect := deterministicConnect.Backoff.MaxDelay + deterministicConnect.MinConnectTimeout + relay
+	// A broken relay stream holds its link's items until the writer has
+	// backed off (attempt x RelayBackoff) and written them again on a new
+	// stream: an injected break fails at once, it does not wait for the
+	// write watchdog. After as many breaks as attempts the writer may give
+	// the items up: they arrive with the members' next catch-up.
+	resend := time.Duration(cfg.RelayAttempts) * cfg.RelayBackoff
+	return map[model.FaultKind]time.Duration{
+		model.RecoveryDefault:   reconnect,
+		model.FaultStreamBreak:  resend,
+		model.FaultStreamGiveUp: relay + cfg.CatchUpInterval,
+		model.RecoveryOp:        relay,
+		model.FaultRouteFlush:   cfg.RouteTTL/3 + reconnect,
+		model.FaultVanish:       cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
+		model.FaultSlow:         cfg.CatchUpInterval + reconnect,
+	}
+}

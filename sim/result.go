@@ -1,0 +1,44 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/relaysim/relaysim/model"
+)
+
+// Result is what a run produced.
+type Result struct {
+	Config     Config
+	Mix        FaultMix
+	Cost       CostModel
+	Channels   int // gRPC connections per peer (drawn or set)
+	Faults     []Fault
+	History    *model.History
+	Violations []model.Violation
+	TraceHash  string
+	Trace      *Trace
+	Stats      Stats
+	Virtual    time.Duration
+	Wall       time.Duration
+	Steps      int
+	Delays     int
+	Peaks      []int
+	// Live and FromLog count the deliveries pushed live and those replayed
+	// or gap-filled from the room log.
+	Live, FromLog int
+	// Busy is the work booked per resource (CPU model only).
+	Busy []ResourceBusy
+	// MaxWait is the longest any op waited for a core (CPU model only);
+	// the live bound grew by ContendedLiveBound of it.
+	MaxWait time.Duration
+	// BubbleErr is set when the bubble itself failed (a deadlock, or
+	// goroutines left behind).
+	BubbleErr error
+	Err       error
+	notes     []string // for the banner (see WholeTrace)
+}
+
+// Failed reports whether the run violated a property or did not complete.
+func (r *Result) Failed() bool {
+	return len(r.Violations) > 0 || r.BubbleErr != nil || r.Err != nil
+}
