@@ -173,7 +173,9 @@ func (c *client) leave(room string, node int) model.Event {
 
 // payloadOf is the payload every send of msgID carries: the content check
 // compares the room log and every delivery with it.
-func payloadOf(msgID string) []byte { return []byte("m:" + msgID + ":" + fmt.Sprint(hashString(msgID))) }
+func payloadOf(msgID string) []byte {
+	return []byte("m:" + msgID + ":" + fmt.Sprint(hashString(msgID)))
+}
 
 func (c *client) send(room string, node int) model.Event {
 	c.mu.Lock()
