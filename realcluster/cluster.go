@@ -55,7 +55,6 @@ type cluster struct {
 	mu       sync.Mutex
 	logMu    sync.Mutex
 	injected map[string]int
-	panics   []model.Event
 	errs     []error
 }
 
@@ -190,9 +189,7 @@ func (c *cluster) startNodeOnce(ctx context.Context, i int, args []string) error
 			once.Do(func() { close(serving) })
 		}
 		if panicLine.MatchString(line) {
-			c.mu.Lock()
-			c.panics = append(c.panics, model.Event{Kind: model.KindPanic, Node: n.id, Err: line})
-			c.mu.Unlock()
+			c.rec.record(model.Event{Kind: model.KindPanic, Node: n.id, Err: line})
 		}
 	}
 	p, err := c.ps.start(n.id, filepath.Join(c.cfg.Dir, n.id+".log"), onLine, c.cfg.Relayd, args...)
@@ -287,9 +284,8 @@ func (c *cluster) setLink(i, j int, s linkState, delay time.Duration) func() err
 // process that died or misbehaved) as a panic event: the no-task-panics
 // property covers a node that stopped working.
 func (c *cluster) relayFailure(node, what string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.panics = append(c.panics, model.Event{Kind: model.KindPanic, Node: node, Err: what})
+	c.logf("relay failure: %s", what)
+	c.rec.record(model.Event{Kind: model.KindPanic, Node: node, Err: what})
 }
 
 // heal ends every lingering effect before the liveness phase: links

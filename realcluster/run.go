@@ -446,15 +446,11 @@ func (c *client) disconnectQuietly() {
 func (r *runner) judge() error {
 	c := r.c
 	c.mu.Lock()
-	panics := slices.Clone(c.panics)
 	r.res.Errs = slices.Clone(c.errs)
 	for k, n := range c.injected {
 		r.res.Faults[k] = n
 	}
 	c.mu.Unlock()
-	for _, p := range panics {
-		c.rec.record(p)
-	}
 	h, err := c.rec.finish(r.cfg.Mode, r.final)
 	if err != nil {
 		return fmt.Errorf("write the history: %w", err)
