@@ -88,10 +88,10 @@ func redisClient(addr string) *redis.Client {
 }
 
 // waitRedis polls PING until Redis answers (not LOADING) or the timeout.
-func waitRedis(ctx context.Context, addr string, p *proc) error {
+func waitRedis(ctx context.Context, addr string, p *proc, timeout time.Duration) error {
 	rdb := redisClient(addr)
 	defer rdb.Close()
-	deadline := time.Now().Add(startTimeout)
+	deadline := time.Now().Add(timeout)
 	for {
 		err := rdb.Ping(ctx).Err()
 		if err == nil {
@@ -120,13 +120,14 @@ func (c *cluster) startRedis(ctx context.Context) error {
 		return err
 	}
 	c.redis = p
-	return waitRedis(ctx, c.redisAddr, p)
+	return waitRedis(ctx, c.redisAddr, p, startTimeout)
 }
 
 // checkExternalRedis refuses a Redis that holds data unless Flush allows
 // wiping it.
 func (c *cluster) checkExternalRedis(ctx context.Context) error {
-	if err := waitRedis(ctx, c.redisAddr, nil); err != nil {
+	// A running Redis answers at once: one that does not is bad input.
+	if err := waitRedis(ctx, c.redisAddr, nil, 3*time.Second); err != nil {
 		return &UsageError{err}
 	}
 	rdb := redisClient(c.redisAddr)

@@ -371,7 +371,7 @@ func sortedKeys[V any](m map[string]V) []string {
 // judges the history.
 func (r *runner) finish(ctx context.Context) error {
 	r.eachUser(func(_ string, cl *client) { cl.disconnect() })
-	if err := waitRedis(ctx, r.c.redisAddr, r.c.redis); err != nil {
+	if err := waitRedis(ctx, r.c.redisAddr, r.c.redis, startTimeout); err != nil {
 		return fmt.Errorf("read the room logs: %w", err)
 	}
 	rdb := redisClient(r.c.redisAddr)
