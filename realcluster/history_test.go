@@ -14,7 +14,7 @@ import (
 
 // story records a small history: a room, two members, one send delivered
 // to both; lose drops bob's delivery from it.
-func story(t *testing.T, lose bool) []byte {
+func story(t testing.TB, lose bool) []byte {
 	var buf bytes.Buffer
 	rec := newRecorder(&buf, Meta{Runner: "test", Seed: "0x1", Mode: "bulk", Nodes: []string{"n1"}, Start: time.Now()})
 	rec.record(model.Event{Kind: model.KindCreateRoom, User: "alice", Room: "r", Node: "n1", OK: true, Tries: 1})
