@@ -166,7 +166,7 @@ func FuzzChatSend(f *testing.F) {
 	fuzzUnary(f, "Send", []*relaypb.SendRequest{
 		{Room: "r", User: "alice", ClientMsgId: "m2", Payload: []byte("hi")},
 		{Room: "r", User: "alice", ClientMsgId: "m1", Payload: []byte("hello")}, // a retry
-		{Room: "r", User: "carol", ClientMsgId: "m3", Payload: []byte("hi")},   // not a member
+		{Room: "r", User: "carol", ClientMsgId: "m3", Payload: []byte("hi")},    // not a member
 		{Room: "nope", User: "alice", ClientMsgId: "m4", Payload: []byte("x")},
 		{Room: "r:log", User: "alice", ClientMsgId: "m5", Payload: []byte("x")},
 	}, func(ctx context.Context, ch relaypb.ChatClient, r *relaypb.SendRequest) error {
