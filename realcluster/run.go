@@ -61,8 +61,9 @@ func (r *Result) FaultCount() int {
 }
 
 // Run runs cfg and judges it. The error is a UsageError for bad input,
-// or another error when the harness could not run the cluster; a run
-// that ran returns its Result, violations included, and a nil error.
+// or another error when the harness could not run the cluster (then the
+// Result holds only the PIDs it started, all stopped); a run that ran
+// returns its Result, violations included, and a nil error.
 func Run(ctx context.Context, cfg Config, log io.Writer) (res *Result, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, &UsageError{err}
@@ -92,13 +93,14 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (res *Result, err error
 			err = cerr
 		}
 	}()
-	if err := r.start(ctx); err != nil {
-		return nil, err
+	err = r.start(ctx)
+	if err == nil {
+		err = r.run(ctx)
 	}
-	if err := r.run(ctx); err != nil {
-		return nil, err
+	if err != nil && ctx.Err() != nil && !strings.HasPrefix(err.Error(), "interrupted") {
+		err = fmt.Errorf("interrupted: %w", err)
 	}
-	return r.res, nil
+	return r.res, err
 }
 
 // runner is one run's phases.
