@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update
+.PHONY: all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz
 
 all: lint test
 
@@ -63,3 +63,18 @@ report-short:
 ## golden-update: rewrite golden/testdata (then review the diff)
 golden-update:
 	$(GO) test ./golden -update -count=1
+
+## real: the relay for real under a nemesis (relayd processes, redis-server,
+## SIGKILL/SIGSTOP/SIGTERM, Redis restarts, link faults), judged by the
+## model's checks; docs/real-cluster.md. REAL_FLAGS=-mutant NAME builds
+## relayd with a catalog mutant.
+REAL_FLAGS ?= -seed 0x2a -duration 60s
+real:
+	$(GO) run ./cmd/relaysim real $(REAL_FLAGS)
+
+## fuzz: every fuzz target for FUZZTIME each (one at a time; crashes land
+## in the package's testdata/fuzz/). FUZZ_ONLY=regexp picks targets.
+FUZZTIME ?= 1m
+FUZZ_ONLY ?= .
+fuzz:
+	.ci/fuzz $(FUZZTIME) '$(FUZZ_ONLY)'

@@ -42,6 +42,17 @@ const (
 	FaultBreak        FaultKind = "break"         // a node's connections to a peer reset
 )
 
+// Real-cluster faults: what relaysim real's nemesis does to processes and
+// links (pauses and forged calls are FaultPause and FaultForge).
+const (
+	FaultKill         FaultKind = "kill"          // a relayd SIGKILLed, then restarted with -takeover
+	FaultTerm         FaultKind = "term"          // a relayd SIGTERMed (graceful), then restarted
+	FaultRedisRestart FaultKind = "redis-restart" // redis-server SIGKILLed, then restarted on its append-only file
+	FaultLinkDelay    FaultKind = "link-delay"    // one direction between two nodes delayed
+	FaultLinkDrop     FaultKind = "link-drop"     // one direction's connections reset and refused
+	FaultLinkCut      FaultKind = "link-cut"      // one direction black-holed (bytes held, not lost)
+)
+
 // Keys of History.Recovery that are not kinds.
 const (
 	RecoveryDefault FaultKind = ""   // a kind without a recovery of its own
@@ -53,6 +64,7 @@ var faultKinds = []FaultKind{
 	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak,
+	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,
 }
 
 // ParseFaultKind reads a fault kind's name: the one place where text (a

@@ -30,9 +30,11 @@ func TestParseFlags(t *testing.T) {
 		{"every flag", []string{
 			"-node", "n2", "-token", "s", "-listen", ":7002", "-advertise", "relay2:7002", "-redis", "redis:6379",
 			"-mode", "single", "-protocol", "v1", "-core", "2", "-max", "4", "-queue", "8", "-channels", "3", "-user-secret", "us",
+			"-takeover", "-peer-addr", "relay1:7001=127.0.0.1:9001, relay3:7003=127.0.0.1:9003",
 		}, nil, func(o *options) {
 			*o = options{listen: ":7002", advertise: "relay2:7002", redis: "redis:6379", node: "n2", token: "s",
-				mode: system.ModeSingle, protocol: 1, core: 2, max: 4, queue: 8, channels: 3, userSecret: "us"}
+				mode: system.ModeSingle, protocol: 1, core: 2, max: 4, queue: 8, channels: 3, userSecret: "us",
+				takeover: true, peerAddrs: map[string]string{"relay1:7001": "127.0.0.1:9001", "relay3:7003": "127.0.0.1:9003"}}
 		}},
 		{"environment fallbacks", nil, map[string]string{
 			"RELAYD_NODE": "n3", "RELAYD_TOKEN": "e", "RELAYD_LISTEN": ":7003", "RELAYD_ADVERTISE": "a:1",
@@ -79,6 +81,9 @@ func TestBadFlagsExitWithUsage(t *testing.T) {
 		{"not a number", []string{"-node", "n1", "-token", "t", "-max", "many"}, nil, `invalid value "many"`},
 		{"bad number in the environment", []string{"-node", "n1", "-token", "t"}, map[string]string{"RELAYD_CORE": "x"}, `RELAYD_CORE="x"`},
 		{"stray argument", []string{"-node", "n1", "-token", "t", "extra"}, nil, "unexpected arguments"},
+		{"peer address without VIA", []string{"-node", "n1", "-token", "t", "-peer-addr", "127.0.0.1:1"}, nil, "want ADDR=VIA"},
+		{"peer address not host:port", []string{"-node", "n1", "-token", "t", "-peer-addr", "a=b"}, nil, "missing port"},
+		{"peer address twice", []string{"-node", "n1", "-token", "t", "-peer-addr", "h:1=h:2,h:1=h:3"}, nil, "h:1 given twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

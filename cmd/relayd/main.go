@@ -78,6 +78,11 @@ type options struct {
 	// authenticated).
 	userSecret string
 	channels   int
+	// takeover starts the node even when its id's registry entry is live.
+	takeover bool
+	// peerAddrs rewrites peer addresses before dialling (advertised ->
+	// dialled), e.g. to reach a peer through a proxy.
+	peerAddrs map[string]string
 }
 
 // parseFlags reads args, falling back to the RELAYD_* environment for flags
@@ -110,6 +115,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.token, "token", "", "cluster token that authenticates node-to-node calls (required) [RELAYD_TOKEN]")
 	fs.StringVar(&o.userSecret, "user-secret", "", "secret keying the users' credentials; empty: clients are not authenticated [RELAYD_USER_SECRET]")
 	fs.IntVar(&o.channels, "channels", def.ChannelsPerPeer, "gRPC connections kept to each peer [RELAYD_CHANNELS]")
+	fs.BoolVar(&o.takeover, "takeover", false, "start even when the node id is held by a live process (its registry entry's heartbeat is fresh); without it such a start is refused [RELAYD_TAKEOVER]")
+	var peerAddrs string
+	fs.StringVar(&peerAddrs, "peer-addr", "", "dial a peer advertised at ADDR through VIA instead: ADDR=VIA[,ADDR=VIA...] (e.g. through a proxy) [RELAYD_PEER_ADDR]")
 
 	fail := func(err error) (options, error) {
 		fmt.Fprintf(stderr, "relayd: %v\n", err)
@@ -131,6 +139,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	}
 	o.mode = m
 	if o.protocol, err = system.ParseProtocol(protocol); err != nil {
+		return fail(err)
+	}
+	if o.peerAddrs, err = parsePeerAddrs(peerAddrs); err != nil {
 		return fail(err)
 	}
 	if err := o.validate(); err != nil {
@@ -203,8 +214,13 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 		UserSecret:      o.userSecret,
 		ChannelsPerPeer: o.channels,
 	}
-	node, err := system.New(cfg, system.Deps{Listener: lis, Redis: &redis.Options{Addr: o.redis}})
+	node, err := system.New(cfg, system.Deps{Listener: lis, Redis: &redis.Options{Addr: o.redis}, Dial: peerDialer(o.peerAddrs)})
 	if err != nil {
+		lis.Close()
+		return err
+	}
+	if err := claimIdentity(ctx, node, o, logger); err != nil {
+		node.Kill()
 		lis.Close()
 		return err
 	}

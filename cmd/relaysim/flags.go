@@ -45,6 +45,8 @@ var synopses = map[string]string{
 	"sweep":       "sweep -seeds 1-200 -mode single|bulk|stream|both|all [-j N] [-shard i/n | -shards N] [-junit FILE] [run flags]",
 	"report":      "report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]",
 	"mutants":     "mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]",
+	"real":        "real -seed 0x2a -duration 60s [-nodes 3 -nemesis all|none|KIND,... -mutant NAME -out DIR]",
+	"check":       "check -history FILE",
 	"junit-merge": "junit-merge -o all.xml|- junit-1.xml junit-2.xml ... (or 'junit-*.xml')",
 }
 

@@ -49,6 +49,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdReport(args[1:], stdout, stderr)
 	case "mutants":
 		return cmdMutants(args[1:], stdout, stderr)
+	case "real":
+		return cmdReal(args[1:], stdout, stderr)
+	case "check":
+		return cmdCheck(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
@@ -68,6 +72,8 @@ commands:
   junit-merge  gather the JUnit files of a sharded sweep: junit-merge -o all.xml junit-*.xml
   report  the seeds' experiments on the calibrated cost model: axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR]
   mutants run the bug catalog: each mutant must be caught by its property
+  real    run relayd processes and redis-server for real under a nemesis and judge the history (docs/real-cluster.md)
+  check   judge a saved history offline: check -history FILE
 
 Run 'relaysim <command> -h' for the flags of a command.
 Exit codes: 0 every property held, 1 a property was violated, 2 bad usage,
