@@ -283,7 +283,7 @@ func (l *link) open() (*relayStream, error) {
 	l.streams++
 	op := fmt.Sprintf("stream %s ->%s", l.name, l.p.server)
 	ctx, cancel := context.WithCancel(WithLabel(l.n.ctx, op))
-	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, l.n.cfg.ClusterToken, MDOp, op, MDAttempt, strconv.Itoa(l.streams))
+	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, l.n.cfg.ClusterToken, MDOp, l.n.opValue(op), MDAttempt, strconv.Itoa(l.streams))
 	s, err := relaypb.NewRelayClient(cc).RelayStream(ctx)
 	if err != nil {
 		cancel()
@@ -494,7 +494,7 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 		}
 		key, link = k, l
 		for _, u := range it.Recipients {
-			if err := validName("recipient", u); err != nil {
+			if err := n.checkName("recipient", u); err != nil {
 				return err
 			}
 		}
