@@ -82,8 +82,18 @@ func (c *chatServer) Send(ctx context.Context, req *relaypb.SendRequest) (*relay
 		return nil, dirStatus(err)
 	}
 	msg := &relaypb.RelayedMessage{Room: req.Room, Seq: sq.Seq, MsgId: req.ClientMsgId, Sender: req.User, Payload: req.Payload, Origin: n.cfg.NodeID}
+	resp := &relaypb.SendResponse{Seq: sq.Seq, Duplicate: sq.Duplicate}
+	if sq.Duplicate && !n.cfg.Legacy.Idempotency {
+		// A duplicate is the message its seq holds, never the retry's
+		// content (which may differ): fan out what the log says.
+		o := sq.Original
+		if o == nil {
+			return resp, nil // nothing to re-deliver: the catch-up reads the log
+		}
+		msg.MsgId, msg.Sender, msg.Payload = o.MsgID, o.Sender, o.Payload
+	}
 	n.dispatch(msg, sq.Members, sq.Duplicate)
-	return &relaypb.SendResponse{Seq: sq.Seq, Duplicate: sq.Duplicate}, nil
+	return resp, nil
 }
 
 // Connect registers the user's session, routes the user here, replays what

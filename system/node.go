@@ -82,6 +82,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	}
 	n.dir = NewDirectory(n.rdb)
 	n.dir.IdemTTL = cfg.IdemTTL
+	n.dir.Legacy = cfg.Legacy
 	ec := cfg.Executor
 	// Tasks on workers and caller-runs tasks pass different gates: an
 	// embedder counts the tasks running on workers at once as PointTask
