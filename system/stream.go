@@ -502,7 +502,12 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 			dups++
 			continue
 		}
-		ctx := WithLabel(s.Context(), fmt.Sprintf("recv stream %s #%d", it.Link, it.LinkSeq))
+		// Claimed means processed: the ack covers it and a resend is a
+		// duplicate. So the delivery is the node's work, not the stream's:
+		// a stream cancelled between the read and the delivery (the
+		// sender's next write broke, its watchdog fired) must not make it
+		// skip the recipients.
+		ctx := WithLabel(n.ctx, fmt.Sprintf("recv stream %s #%d", it.Link, it.LinkSeq))
 		n.deliverLocal(ctx, it.Message, it.Recipients)
 		processed++
 	}
