@@ -184,17 +184,27 @@ func (l *link) run() {
 	failures := 0
 	var retry <-chan time.Time
 	for {
-		var linger <-chan time.Time
-		if cur != nil {
-			linger = cur.linger
-		}
-		select {
-		case <-l.done:
-		case <-l.wake:
-		case <-linger:
-			cur.expired = true
-		case <-retry:
+		if retry != nil {
+			// Backing off after a broken stream: new traffic only queues
+			// (its wake-up waits), it must not spend the next attempt
+			// early, or a blip shorter than the back-off would use up
+			// every attempt within milliseconds and drop the backlog.
+			select {
+			case <-l.done:
+			case <-retry:
+			}
 			retry = nil
+		} else {
+			var linger <-chan time.Time
+			if cur != nil {
+				linger = cur.linger
+			}
+			select {
+			case <-l.done:
+			case <-l.wake:
+			case <-linger:
+				cur.expired = true
+			}
 		}
 		l.n.hooks.Gate(l.n.ctx, Point{Node: l.n.cfg.NodeID, Kind: PointStreamWrite, Key: l.name + " ->" + l.p.server})
 		if l.isClosed() {
