@@ -121,6 +121,12 @@ type Config struct {
 	// StreamQueue bounds the items waiting for one peer channel's stream;
 	// a relay beyond it is dropped (its recipients catch up from the log).
 	StreamQueue int
+	// StreamBacklog bounds what one peer channel's link holds: queued
+	// plus written-but-unacknowledged items. A relay beyond it is dropped
+	// at once, without a retry (its recipients catch up from the log):
+	// the link's memory, and what each new stream rewrites, never grow
+	// with the messages sent while the peer does not acknowledge.
+	StreamBacklog int
 	// OutboxSize bounds the deliveries queued for one client; a client that
 	// falls further behind is disconnected and catches up from its cursor.
 	OutboxSize int
@@ -232,6 +238,7 @@ func DefaultConfig() Config {
 		StreamBatch:            64,
 		StreamLinger:           500 * time.Millisecond,
 		StreamQueue:            4096,
+		StreamBacklog:          4096,
 		OutboxSize:             1024,
 		StreamKeepAlive:        10 * time.Second,
 		StreamKeepAliveTimeout: 5 * time.Second,
@@ -268,6 +275,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.StreamBatch, d.StreamBatch)
 	setDefault(&c.StreamLinger, d.StreamLinger)
 	setDefault(&c.StreamQueue, d.StreamQueue)
+	setDefault(&c.StreamBacklog, d.StreamBacklog)
 	setDefault(&c.StreamKeepAlive, d.StreamKeepAlive)
 	setDefault(&c.StreamKeepAliveTimeout, d.StreamKeepAliveTimeout)
 	setDefault(&c.RedisPoolSize, d.RedisPoolSize)

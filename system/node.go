@@ -156,6 +156,11 @@ func (n *Node) Epoch() uint64 { return n.epoch }
 // the protocol version it speaks.
 func (n *Node) Mode() Mode { return ModeFor(n.cfg.Mode, n.cfg.Protocol) }
 
+// Config returns the node's configuration, defaults applied: the limits
+// it enforces (MaxPayload, MaxRecipients, StreamBacklog, ...) as an
+// embedder or a harness needs to know them.
+func (n *Node) Config() Config { return n.cfg }
+
 // Protocol returns the relay protocol version the node speaks.
 func (n *Node) Protocol() int { return n.cfg.Protocol }
 
@@ -321,6 +326,9 @@ type Metrics struct {
 	// Ending counts sessions closed but not yet unregistered: their streams
 	// are still open (stream and session counts differ by at most this).
 	Ending int
+	// LinkBacklog is the largest backlog of the node's stream links now:
+	// queued plus unacknowledged items (at most Config.StreamBacklog).
+	LinkBacklog int
 }
 
 // Metrics returns the node's current metrics.
@@ -331,6 +339,7 @@ func (n *Node) Metrics() Metrics {
 	m.Executor = n.exec.Stats()
 	m.Ending = int(n.ending.Load())
 	m.LivePeers, m.PeerConns = n.peers.counts()
+	m.LinkBacklog = n.peers.maxBacklog()
 	return m
 }
 

@@ -153,7 +153,7 @@ func (n *Node) relay(ctx context.Context, server string, recipients []string, m 
 			attempt-- // an older peer, not a failure: fall back at once
 			continue
 		}
-		if err == nil || !retryable(err) || ctx.Err() != nil || attempt == n.cfg.RelayAttempts {
+		if err == nil || !retryable(err) || errors.Is(err, errLinkFull) || ctx.Err() != nil || attempt == n.cfg.RelayAttempts {
 			return
 		}
 		// React on the incarnation this attempt used, not on whatever is

@@ -70,6 +70,9 @@ type link struct {
 	queue   []*relaypb.RelayStreamItem // waiting to be written
 	closed  bool
 	running bool // the writer was started
+	// held is len(unacked), for enqueue's bound on the backlog (queued
+	// plus unacknowledged): the writer updates it as unacked changes.
+	held int
 
 	// Owned by the writer goroutine.
 	next    uint64                     // link seq of the next queued item
@@ -106,17 +109,27 @@ type deferredWakes struct{ links []*link }
 
 type deferredWakesKey struct{}
 
+// errLinkFull marks a relay refused by a link whose backlog is at its
+// bound: relay does not retry it (a retry would hold an executor worker
+// for a link that is not draining); its recipients catch up from the log.
+var errLinkFull = errors.New("link backlog full")
+
 // enqueue queues a relay on the link and wakes its writer (or, under
-// deferredWakes in ctx, leaves that to the caller). It never blocks.
+// deferredWakes in ctx, leaves that to the caller). It never blocks: a
+// link already holding StreamBacklog items (queued plus unacknowledged),
+// or StreamQueue queued, refuses the relay at once.
 func (l *link) enqueue(ctx context.Context, m *relaypb.RelayedMessage, recipients []string) error {
 	l.mu.Lock()
 	switch {
 	case l.closed:
 		l.mu.Unlock()
 		return status.Errorf(codes.Unavailable, "relay %s#%d to %s: link %s closed", m.Room, m.Seq, l.p.server, l.name)
-	case len(l.queue) >= l.n.cfg.StreamQueue:
+	case len(l.queue) >= l.n.cfg.StreamQueue || len(l.queue)+l.held >= l.n.cfg.StreamBacklog:
+		q, h := len(l.queue), l.held
 		l.mu.Unlock()
-		return status.Errorf(codes.ResourceExhausted, "relay %s#%d to %s: link %s has %d items queued", m.Room, m.Seq, l.p.server, l.name, l.n.cfg.StreamQueue)
+		return fmt.Errorf("relay %s#%d to %s: link %s holds %d queued and %d unacknowledged items (bounds %d queued, %d in all): %w",
+			m.Room, m.Seq, l.p.server, l.name, q, h, l.n.cfg.StreamQueue, l.n.cfg.StreamBacklog,
+			errors.Join(errLinkFull, status.Error(codes.ResourceExhausted, "link backlog full")))
 	}
 	l.queue = append(l.queue, &relaypb.RelayStreamItem{Message: m, Recipients: recipients, TargetEpoch: l.p.epoch, Link: l.name})
 	if d, ok := ctx.Value(deferredWakesKey{}).(*deferredWakes); ok {
@@ -212,9 +225,16 @@ func (l *link) run() {
 			return
 		}
 		var err error
-		cur, err = l.step(cur)
+		var progressed bool
+		cur, progressed, err = l.step(cur)
 		if err == nil {
-			failures = 0
+			// Only an ack is progress: a step that merely wrote says
+			// nothing of the peer, and resetting on it would let a link
+			// whose acks keep failing hold, and rewrite, an ever longer
+			// backlog without ever giving up.
+			if progressed {
+				failures = 0
+			}
 			continue
 		}
 		failures++
@@ -238,8 +258,9 @@ func (l *link) isClosed() bool {
 }
 
 // step writes what is queued (after what a broken stream left unacked) and
-// closes the stream for its ack when it is full or has lingered.
-func (l *link) step(cur *relayStream) (*relayStream, error) {
+// closes the stream for its ack when it is full or has lingered. It
+// reports whether an ack made progress.
+func (l *link) step(cur *relayStream) (*relayStream, bool, error) {
 	l.mu.Lock()
 	for _, it := range l.queue {
 		it.LinkSeq = l.next
@@ -247,30 +268,33 @@ func (l *link) step(cur *relayStream) (*relayStream, error) {
 		l.unacked = append(l.unacked, it)
 	}
 	l.queue = nil
+	l.held = len(l.unacked)
 	l.mu.Unlock()
 	if len(l.unacked) == 0 {
 		if cur != nil && cur.written > 0 && lingered(cur) {
-			return nil, l.ack(cur)
+			return nil, true, l.ack(cur)
 		}
-		return cur, nil
+		return cur, false, nil
 	}
 	if cur == nil {
 		var err error
 		if cur, err = l.open(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	// Items not yet on this stream: all of unacked on a new stream.
 	for _, it := range l.unacked[cur.written:] {
 		if err := l.write(cur, it); err != nil {
-			return cur, err
+			return cur, false, err
 		}
 		cur.written++
 	}
 	if cur.written >= l.n.cfg.StreamBatch || lingered(cur) {
-		return nil, l.ack(cur)
+		before := len(l.unacked)
+		err := l.ack(cur)
+		return nil, err == nil && len(l.unacked) < before, err
 	}
-	return cur, nil
+	return cur, false, nil
 }
 
 func lingered(cur *relayStream) bool {
@@ -334,6 +358,7 @@ func (l *link) ack(cur *relayStream) error {
 		i++
 	}
 	l.unacked = append([]*relaypb.RelayStreamItem(nil), l.unacked[i:]...)
+	l.setHeld()
 	l.n.hooks.Observe(StreamEvent{Node: l.n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "ack", Items: cur.written, Acked: resp.Acked})
 	return nil
 }
@@ -403,9 +428,24 @@ func (l *link) takeAll() []*relaypb.RelayStreamItem {
 	l.mu.Lock()
 	items := append(l.unacked, l.queue...)
 	l.queue = nil
-	l.mu.Unlock()
 	l.unacked = nil
+	l.held = 0
+	l.mu.Unlock()
 	return items
+}
+
+// setHeld records len(unacked) after the writer changed it.
+func (l *link) setHeld() {
+	l.mu.Lock()
+	l.held = len(l.unacked)
+	l.mu.Unlock()
+}
+
+// backlog is what the link holds: queued plus unacknowledged items.
+func (l *link) backlog() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) + l.held
 }
 
 // --- receiver ---
