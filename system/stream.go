@@ -49,8 +49,10 @@ type StreamEvent struct {
 	// What: "open", "ack" (closed with a cumulative ack), "broken" (a write
 	// or the close failed), "drop" (items given up: attempts exhausted or
 	// the node stopping), "fallback" (the peer does not speak v3: items
-	// relayed again in bulk), "handover" (the peer restarted or vanished:
-	// items relayed again to its current incarnation).
+	// relayed again in bulk), "isolate" (the peer refused an item: items
+	// relayed again one by one in bulk, so the refusal costs that item
+	// alone), "handover" (the peer restarted or vanished: items relayed
+	// again to its current incarnation).
 	What  string
 	Items int    // items written on the stream, or dropped
 	Acked uint64 // the ack's link seq
@@ -365,9 +367,10 @@ func (l *link) ack(cur *relayStream) error {
 
 // giveUp decides what a broken stream costs: a peer that does not speak
 // v3 gets the items again as bulk relays; a peer restarted or gone hands
-// them to its current incarnation; a non-retryable error or the last
-// attempt drops them (recipients catch up from the log). It reports
-// whether the link starts over with nothing held.
+// them to its current incarnation; a refusal (a non-retryable error) gets
+// them again one by one (isolate); the last attempt drops them
+// (recipients catch up from the log). It reports whether the link starts
+// over with nothing held.
 func (l *link) giveUp(err error, failures int) bool {
 	n := l.n
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "broken", Items: len(l.unacked), Err: err})
@@ -393,9 +396,32 @@ func (l *link) giveUp(err error, failures int) bool {
 	if retryable(err) && failures < n.cfg.RelayAttempts {
 		return false
 	}
+	if !retryable(err) {
+		l.isolate(err)
+		return true
+	}
 	items := l.takeAll()
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "drop", Items: len(items), Err: err})
 	return true
+}
+
+// isolate answers a refusal: the receiver ended the stream with an error
+// that retrying cannot cure, such as InvalidArgument from a receiver whose
+// payload or recipient limit is smaller than ours (during a config
+// rollout). A stream's answer does not say which item it refused, and the
+// refusal is about that item, not the link: every item the link held is
+// relayed again on its own, in bulk (the writer's own calls, like the
+// fallback), so the refused one costs itself alone (its recipients are
+// owed through the catch-up) and the receiver drops as duplicates those it
+// had already processed.
+func (l *link) isolate(err error) {
+	n := l.n
+	items := l.takeAll()
+	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "isolate", Items: len(items), Err: err})
+	for _, it := range items {
+		ctx := WithLabel(n.ctx, fmt.Sprintf("isolate %s#%d ->%s", it.Message.Room, it.Message.Seq, l.p.server))
+		n.relay(ctx, l.p.server, it.Recipients, it.Message, ModeBulk)
+	}
 }
 
 // handover gives what a closed link held to the peer's current
