@@ -469,13 +469,30 @@ func (d *Directory) Heartbeat(ctx context.Context, n NodeInfo, ttl time.Duration
 	return nil
 }
 
-// Deregister removes node's registry entry if it still holds epoch.
+// deregisterScript deletes a registry entry only if it still names the
+// given epoch: one command, so a new incarnation that registers while the
+// old one stops (an overlapping restart) cannot lose its entry between a
+// read and a delete.
+var deregisterScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// Deregister removes node's registry entry if it still holds epoch,
+// atomically (Legacy.Deregister: a read, then a delete).
 func (d *Directory) Deregister(ctx context.Context, n NodeInfo) error {
-	cur, err := d.LookupNode(ctx, n.ID)
-	if err != nil || cur.Epoch != n.Epoch {
-		return err
+	if d.Legacy.Deregister {
+		cur, err := d.LookupNode(ctx, n.ID)
+		if err != nil || cur.Epoch != n.Epoch {
+			return err
+		}
+		return d.rdb.Del(ctx, keyNode(n.ID)).Err()
 	}
-	return d.rdb.Del(ctx, keyNode(n.ID)).Err()
+	epoch := strconv.FormatUint(n.Epoch, 10)
+	if err := deregisterScript.Run(ctx, d.rdb, []string{keyNode(n.ID)}, epoch).Err(); err != nil {
+		return fmt.Errorf("deregister %s epoch %d: %w", n.ID, n.Epoch, err)
+	}
+	return nil
 }
 
 // ErrUnknownNode: the registry has no live entry for a node.
