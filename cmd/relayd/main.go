@@ -78,13 +78,16 @@ type options struct {
 	// authenticated).
 	userSecret string
 	channels   int
+	// legacy: behaviours of older builds, for a rolling upgrade
+	// (docs/protocol-rules.md).
+	legacy system.Legacy
 }
 
 // parseFlags reads args, falling back to the RELAYD_* environment for flags
 // not given. On an error it writes the error and the usage to stderr.
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	var o options
-	var mode, protocol string
+	var mode, protocol, legacy string
 	fs := flag.NewFlagSet("relayd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -110,6 +113,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.token, "token", "", "cluster token that authenticates node-to-node calls (required) [RELAYD_TOKEN]")
 	fs.StringVar(&o.userSecret, "user-secret", "", "secret keying the users' credentials; empty: clients are not authenticated [RELAYD_USER_SECRET]")
 	fs.IntVar(&o.channels, "channels", def.ChannelsPerPeer, "gRPC connections kept to each peer [RELAYD_CHANNELS]")
+	fs.StringVar(&legacy, "legacy", "", "behaviours of builds before the protocol-rule fixes, for a rolling upgrade (docs/protocol-rules.md): a comma-separated list of names, idempotency, deregister, or all [RELAYD_LEGACY]")
 
 	fail := func(err error) (options, error) {
 		fmt.Fprintf(stderr, "relayd: %v\n", err)
@@ -131,6 +135,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	}
 	o.mode = m
 	if o.protocol, err = system.ParseProtocol(protocol); err != nil {
+		return fail(err)
+	}
+	if o.legacy, err = system.ParseLegacy(legacy); err != nil {
 		return fail(err)
 	}
 	if err := o.validate(); err != nil {
@@ -202,6 +209,7 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 		ClusterToken:    o.token,
 		UserSecret:      o.userSecret,
 		ChannelsPerPeer: o.channels,
+		Legacy:          o.legacy,
 	}
 	node, err := system.New(cfg, system.Deps{Listener: lis, Redis: &redis.Options{Addr: o.redis}})
 	if err != nil {
