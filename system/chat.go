@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -21,7 +23,7 @@ type chatServer struct {
 }
 
 func (c *chatServer) CreateRoom(ctx context.Context, req *relaypb.CreateRoomRequest) (*relaypb.CreateRoomResponse, error) {
-	if err := validName("room", req.GetRoom()); err != nil {
+	if err := c.n.checkName("room", req.GetRoom()); err != nil {
 		return nil, err
 	}
 	ctx = WithLabel(ctx, "create "+req.Room+attemptSuffix(ctx))
@@ -33,7 +35,7 @@ func (c *chatServer) CreateRoom(ctx context.Context, req *relaypb.CreateRoomRequ
 }
 
 func (c *chatServer) Join(ctx context.Context, req *relaypb.JoinRequest) (*relaypb.JoinResponse, error) {
-	if err := validRoomUser(req.GetRoom(), req.GetUser()); err != nil {
+	if err := c.n.checkRoomUser(req.GetRoom(), req.GetUser()); err != nil {
 		return nil, err
 	}
 	ctx = WithLabel(ctx, "join "+req.Room+" "+req.User+attemptSuffix(ctx))
@@ -45,7 +47,7 @@ func (c *chatServer) Join(ctx context.Context, req *relaypb.JoinRequest) (*relay
 }
 
 func (c *chatServer) Leave(ctx context.Context, req *relaypb.LeaveRequest) (*relaypb.LeaveResponse, error) {
-	if err := validRoomUser(req.GetRoom(), req.GetUser()); err != nil {
+	if err := c.n.checkRoomUser(req.GetRoom(), req.GetUser()); err != nil {
 		return nil, err
 	}
 	ctx = WithLabel(ctx, "leave "+req.Room+" "+req.User+attemptSuffix(ctx))
@@ -62,10 +64,10 @@ func (c *chatServer) Leave(ctx context.Context, req *relaypb.LeaveRequest) (*rel
 // the node's context, not the call's.
 func (c *chatServer) Send(ctx context.Context, req *relaypb.SendRequest) (*relaypb.SendResponse, error) {
 	n := c.n
-	if err := validRoomUser(req.GetRoom(), req.GetUser()); err != nil {
+	if err := c.n.checkRoomUser(req.GetRoom(), req.GetUser()); err != nil {
 		return nil, err
 	}
-	if err := validName("client_msg_id", req.GetClientMsgId()); err != nil {
+	if err := n.checkName("client_msg_id", req.GetClientMsgId()); err != nil {
 		return nil, err
 	}
 	if len(req.Payload) == 0 {
@@ -80,15 +82,25 @@ func (c *chatServer) Send(ctx context.Context, req *relaypb.SendRequest) (*relay
 		return nil, dirStatus(err)
 	}
 	msg := &relaypb.RelayedMessage{Room: req.Room, Seq: sq.Seq, MsgId: req.ClientMsgId, Sender: req.User, Payload: req.Payload, Origin: n.cfg.NodeID}
+	resp := &relaypb.SendResponse{Seq: sq.Seq, Duplicate: sq.Duplicate}
+	if sq.Duplicate && !n.cfg.Legacy.Idempotency {
+		// A duplicate is the message its seq holds, never the retry's
+		// content (which may differ): fan out what the log says.
+		o := sq.Original
+		if o == nil {
+			return resp, nil // nothing to re-deliver: the catch-up reads the log
+		}
+		msg.MsgId, msg.Sender, msg.Payload = o.MsgID, o.Sender, o.Payload
+	}
 	n.dispatch(msg, sq.Members, sq.Duplicate)
-	return &relaypb.SendResponse{Seq: sq.Seq, Duplicate: sq.Duplicate}, nil
+	return resp, nil
 }
 
 // Connect registers the user's session, routes the user here, replays what
 // the client missed after its cursors and then streams live deliveries.
 func (c *chatServer) Connect(req *relaypb.ConnectRequest, stream relaypb.Chat_ConnectServer) error {
 	n := c.n
-	if err := validName("user", req.GetUser()); err != nil {
+	if err := n.checkName("user", req.GetUser()); err != nil {
 		return err
 	}
 	n.mu.Lock()
@@ -279,7 +291,32 @@ func dirStatus(err error) error {
 
 const maxNameLen = 128
 
+// validName is the rule for room, user and message-id names: 1 to
+// maxNameLen bytes of valid UTF-8, without a control character, a space of
+// any script or ':' (the separator of Redis keys). Any other letter of any
+// script is allowed: names travel in protobuf strings, and in metadata
+// only escaped (opValue).
 func validName(what, s string) error {
+	if s == "" {
+		return status.Errorf(codes.InvalidArgument, "%s is required", what)
+	}
+	if len(s) > maxNameLen {
+		return status.Errorf(codes.InvalidArgument, "%s longer than %d bytes", what, maxNameLen)
+	}
+	if !utf8.ValidString(s) {
+		return status.Errorf(codes.InvalidArgument, "%s %q is not valid UTF-8", what, s)
+	}
+	for _, r := range s {
+		if r <= ' ' || r == ':' || unicode.IsControl(r) || unicode.IsSpace(r) {
+			return status.Errorf(codes.InvalidArgument, "%s %q contains a space, control character or ':'", what, s)
+		}
+	}
+	return nil
+}
+
+// legacyValidName is the rule of builds before validName's (Legacy.Names):
+// bytes above 0x7f pass unchecked.
+func legacyValidName(what, s string) error {
 	if s == "" {
 		return status.Errorf(codes.InvalidArgument, "%s is required", what)
 	}
@@ -294,11 +331,19 @@ func validName(what, s string) error {
 	return nil
 }
 
-func validRoomUser(room, user string) error {
-	if err := validName("room", room); err != nil {
+// checkName applies the node's name rule.
+func (n *Node) checkName(what, s string) error {
+	if n.cfg.Legacy.Names {
+		return legacyValidName(what, s)
+	}
+	return validName(what, s)
+}
+
+func (n *Node) checkRoomUser(room, user string) error {
+	if err := n.checkName("room", room); err != nil {
 		return err
 	}
-	return validName("user", user)
+	return n.checkName("user", user)
 }
 
 // attemptSuffix names a retried call's attempt (" a2", " a3", ...) from its

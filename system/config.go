@@ -121,6 +121,12 @@ type Config struct {
 	// StreamQueue bounds the items waiting for one peer channel's stream;
 	// a relay beyond it is dropped (its recipients catch up from the log).
 	StreamQueue int
+	// StreamBacklog bounds what one peer channel's link holds: queued
+	// plus written-but-unacknowledged items. A relay beyond it is dropped
+	// at once, without a retry (its recipients catch up from the log):
+	// the link's memory, and what each new stream rewrites, never grow
+	// with the messages sent while the peer does not acknowledge.
+	StreamBacklog int
 	// OutboxSize bounds the deliveries queued for one client; a client that
 	// falls further behind is disconnected and catches up from its cursor.
 	OutboxSize int
@@ -137,6 +143,82 @@ type Config struct {
 	// Logf logs what the node must report but cannot return to a caller
 	// (a task that panicked). Nil means log.Printf.
 	Logf func(format string, args ...any)
+	// Legacy brings back behaviours of older builds, for a rolling
+	// upgrade. Off by default.
+	Legacy Legacy
+}
+
+// Legacy selects, one by one, the behaviours of builds before the fixes
+// whose change is visible to other nodes, to clients or in Redis without a
+// relay protocol version bump, so that fixed and unfixed nodes can run
+// side by side while a cluster is upgraded (docs/protocol-rules.md). A
+// node with every flag set behaves as the unfixed build did. All off is
+// the fixed behaviour and the default.
+type Legacy struct {
+	// Names: a name is checked as before (any byte above 0x7f accepted,
+	// valid UTF-8 or not), and a relay call's operation label (x-op
+	// metadata) is sent raw, so a relay of a message whose room or
+	// recipient is named outside printable ASCII fails in the sender's
+	// gRPC client (Internal, not retried) and its recipients get it from
+	// the catch-up only. Received labels are taken raw too.
+	Names bool
+	// Idempotency: a send's idempotency key is scoped to its room only: a
+	// send that reuses a message id already sequenced in the room is a
+	// duplicate whoever sends it, is not checked for membership, and is
+	// fanned out with the retry's sender and payload under the original
+	// seq.
+	Idempotency bool
+	// Deregister: a stopping node reads its registry entry and then
+	// deletes it, in two commands: a new incarnation that registered in
+	// between loses its entry.
+	Deregister bool
+}
+
+// legacyFlags name Legacy's fields for ParseLegacy and String.
+var legacyFlags = []struct {
+	name string
+	set  func(*Legacy) *bool
+}{
+	{"names", func(l *Legacy) *bool { return &l.Names }},
+	{"idempotency", func(l *Legacy) *bool { return &l.Idempotency }},
+	{"deregister", func(l *Legacy) *bool { return &l.Deregister }},
+}
+
+// ParseLegacy reads a comma-separated list of legacy behaviours ("names",
+// "idempotency", "deregister", or "all"); "" or "none" is none.
+func ParseLegacy(s string) (Legacy, error) {
+	var l Legacy
+	if s == "" || s == "none" {
+		return l, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		found := false
+		for _, f := range legacyFlags {
+			if part == f.name || part == "all" {
+				*f.set(&l) = true
+				found = true
+			}
+		}
+		if !found {
+			return Legacy{}, fmt.Errorf("unknown legacy behaviour %q (want names, idempotency, deregister or all)", part)
+		}
+	}
+	return l, nil
+}
+
+// String lists the legacy behaviours set, as ParseLegacy reads them.
+func (l Legacy) String() string {
+	var on []string
+	for _, f := range legacyFlags {
+		if *f.set(&l) {
+			on = append(on, f.name)
+		}
+	}
+	if len(on) == 0 {
+		return "none"
+	}
+	return strings.Join(on, ",")
 }
 
 // DefaultConfig returns the seeds' configuration.
@@ -156,6 +238,7 @@ func DefaultConfig() Config {
 		StreamBatch:            64,
 		StreamLinger:           500 * time.Millisecond,
 		StreamQueue:            4096,
+		StreamBacklog:          4096,
 		OutboxSize:             1024,
 		StreamKeepAlive:        10 * time.Second,
 		StreamKeepAliveTimeout: 5 * time.Second,
@@ -192,6 +275,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.StreamBatch, d.StreamBatch)
 	setDefault(&c.StreamLinger, d.StreamLinger)
 	setDefault(&c.StreamQueue, d.StreamQueue)
+	setDefault(&c.StreamBacklog, d.StreamBacklog)
 	setDefault(&c.StreamKeepAlive, d.StreamKeepAlive)
 	setDefault(&c.StreamKeepAliveTimeout, d.StreamKeepAliveTimeout)
 	setDefault(&c.RedisPoolSize, d.RedisPoolSize)

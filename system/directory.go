@@ -23,6 +23,9 @@ type Directory struct {
 	rdb *redis.Client
 	// IdemTTL is how long a send's idempotency key is kept.
 	IdemTTL time.Duration
+	// Legacy selects the old idempotency and deregistration rules
+	// (Config.Legacy).
+	Legacy Legacy
 }
 
 // Directory errors the node maps to gRPC status codes.
@@ -36,7 +39,16 @@ func keySeq(room string) string     { return "room:" + room + ":seq" }
 func keyLog(room string) string     { return "room:" + room + ":log" }
 func keyMembers(room string) string { return "room:" + room + ":members" }
 func keyWindows(room string) string { return "room:" + room + ":win" }
-func keyIdem(room, id string) string {
+
+// keyIdem is a send's idempotency key: a client message id is scoped to
+// its sender. Names hold no ':', so it never equals a keyIdemRoom.
+func keyIdem(room, sender, id string) string {
+	return "idem:" + room + ":" + sender + ":" + id
+}
+
+// keyIdemRoom is the key of builds before the sender scope
+// (Legacy.Idempotency): the room and the id only.
+func keyIdemRoom(room, id string) string {
 	return "idem:" + room + ":" + id
 }
 func keyUserRooms(user string) string { return "user:" + user + ":rooms" }
@@ -56,27 +68,37 @@ func (d *Directory) CreateRoom(ctx context.Context, room string) (created bool, 
 	return created, nil
 }
 
-// sendScript sequences a message: unless the idempotency key names an
-// earlier seq, it checks membership, increments the room seq, appends the
-// entry and records the key. It returns {seq, duplicate, members...}, or
-// {-1} for an unknown room and {-2} for a sender who is not a member.
+// sendScript sequences a message. KEYS[4] is the idempotency key this
+// node reads (the sender's, keyIdem; Legacy.Idempotency: the room's,
+// keyIdemRoom) and KEYS[5] the other one; ARGV is the entry, the sender,
+// the key TTL and "1" for Legacy.Idempotency. A non-member's send is
+// refused whatever its id ({-2}; legacy: only a new message is checked);
+// unless the key names an earlier seq, it increments the room seq, appends
+// the entry and records both keys, the other one only if it is free, so
+// that a retry landing on a node of the other kind during a rolling
+// upgrade is still recognised. It returns {seq, duplicate, original,
+// members...}: original is the log entry a duplicate names ("" for a new
+// message), or {-1} for an unknown room.
 var sendScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+local legacy = ARGV[4] == '1'
 local res = {}
 local prev = redis.call('GET', KEYS[4])
+if (not prev or not legacy) and redis.call('HEXISTS', KEYS[3], ARGV[2]) == 0 then return {-2} end
 if prev then
   res[1] = tonumber(prev); res[2] = 1
+  res[3] = redis.call('LINDEX', KEYS[2], res[1] - 1) or ''
 else
-  if redis.call('HEXISTS', KEYS[3], ARGV[2]) == 0 then return {-2} end
   local seq = redis.call('INCR', KEYS[1])
   redis.call('RPUSH', KEYS[2], ARGV[1])
   redis.call('SET', KEYS[4], seq, 'EX', ARGV[3])
-  res[1] = seq; res[2] = 0
+  redis.call('SET', KEYS[5], seq, 'EX', ARGV[3], 'NX')
+  res[1] = seq; res[2] = 0; res[3] = ''
 end
 -- A retry fans out again, but only to members whose current window
 -- already held the seq: someone who joined after it must not receive it.
 local members = redis.call('HGETALL', KEYS[3])
-local n = 2
+local n = 3
 for i = 1, #members, 2 do
   if res[2] == 0 or tonumber(members[i + 1]) <= res[1] then
     n = n + 1; res[n] = members[i]
@@ -89,21 +111,29 @@ return res
 type Sequenced struct {
 	Seq       uint64
 	Duplicate bool
+	// Original is, for a duplicate, the log entry its seq holds: what the
+	// first send wrote, which the duplicate is fanned out with (nil if the
+	// log has lost it).
+	Original *Entry
 	// Members is the room's membership at the moment the seq was assigned
 	// (for a duplicate: the current members whose window holds the seq),
 	// sorted.
 	Members []string
 }
 
-// Append sequences one message idempotently by (room, msgID).
+// Append sequences one message idempotently by (room, sender, msgID).
 func (d *Directory) Append(ctx context.Context, room, msgID, sender string, payload []byte) (Sequenced, error) {
 	entry, err := proto.Marshal(&relaypb.LogEntry{MsgId: msgID, Sender: sender, Payload: payload})
 	if err != nil {
 		return Sequenced{}, fmt.Errorf("encode log entry: %w", err)
 	}
-	keys := []string{keySeq(room), keyLog(room), keyMembers(room), keyIdem(room, msgID)}
+	keys := []string{keySeq(room), keyLog(room), keyMembers(room), keyIdem(room, sender, msgID), keyIdemRoom(room, msgID)}
+	legacy := "0"
+	if d.Legacy.Idempotency {
+		keys[3], keys[4], legacy = keys[4], keys[3], "1"
+	}
 	ttl := strconv.Itoa(int(d.idemTTL() / time.Second))
-	res, err := sendScript.Run(ctx, d.rdb, keys, entry, sender, ttl).Slice()
+	res, err := sendScript.Run(ctx, d.rdb, keys, entry, sender, ttl, legacy).Slice()
 	if err != nil {
 		return Sequenced{}, fmt.Errorf("append to room %s: %w", room, err)
 	}
@@ -114,7 +144,14 @@ func (d *Directory) Append(ctx context.Context, room, msgID, sender string, payl
 		return Sequenced{}, ErrNotMember
 	}
 	out := Sequenced{Seq: uint64(res[0].(int64)), Duplicate: res[1].(int64) == 1}
-	for _, m := range res[2:] {
+	if raw, _ := res[2].(string); raw != "" {
+		var e relaypb.LogEntry
+		if err := proto.Unmarshal([]byte(raw), &e); err != nil {
+			return Sequenced{}, fmt.Errorf("log of %s seq %d: %w", room, out.Seq, err)
+		}
+		out.Original = &Entry{Seq: out.Seq, MsgID: e.MsgId, Sender: e.Sender, Payload: e.Payload}
+	}
+	for _, m := range res[3:] {
 		out.Members = append(out.Members, m.(string))
 	}
 	sort.Strings(out.Members)
@@ -432,13 +469,30 @@ func (d *Directory) Heartbeat(ctx context.Context, n NodeInfo, ttl time.Duration
 	return nil
 }
 
-// Deregister removes node's registry entry if it still holds epoch.
+// deregisterScript deletes a registry entry only if it still names the
+// given epoch: one command, so a new incarnation that registers while the
+// old one stops (an overlapping restart) cannot lose its entry between a
+// read and a delete.
+var deregisterScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// Deregister removes node's registry entry if it still holds epoch,
+// atomically (Legacy.Deregister: a read, then a delete).
 func (d *Directory) Deregister(ctx context.Context, n NodeInfo) error {
-	cur, err := d.LookupNode(ctx, n.ID)
-	if err != nil || cur.Epoch != n.Epoch {
-		return err
+	if d.Legacy.Deregister {
+		cur, err := d.LookupNode(ctx, n.ID)
+		if err != nil || cur.Epoch != n.Epoch {
+			return err
+		}
+		return d.rdb.Del(ctx, keyNode(n.ID)).Err()
 	}
-	return d.rdb.Del(ctx, keyNode(n.ID)).Err()
+	epoch := strconv.FormatUint(n.Epoch, 10)
+	if err := deregisterScript.Run(ctx, d.rdb, []string{keyNode(n.ID)}, epoch).Err(); err != nil {
+		return fmt.Errorf("deregister %s epoch %d: %w", n.ID, n.Epoch, err)
+	}
+	return nil
 }
 
 // ErrUnknownNode: the registry has no live entry for a node.

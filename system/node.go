@@ -82,6 +82,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	}
 	n.dir = NewDirectory(n.rdb)
 	n.dir.IdemTTL = cfg.IdemTTL
+	n.dir.Legacy = cfg.Legacy
 	ec := cfg.Executor
 	// Tasks on workers and caller-runs tasks pass different gates: an
 	// embedder counts the tasks running on workers at once as PointTask
@@ -159,6 +160,11 @@ func (n *Node) Epoch() uint64 { return n.epoch }
 // Mode returns the mode the node relays in: its configured mode, capped by
 // the protocol version it speaks.
 func (n *Node) Mode() Mode { return ModeFor(n.cfg.Mode, n.cfg.Protocol) }
+
+// Config returns the node's configuration, defaults applied: the limits
+// it enforces (MaxPayload, MaxRecipients, StreamBacklog, ...) as an
+// embedder or a harness needs to know them.
+func (n *Node) Config() Config { return n.cfg }
 
 // Protocol returns the relay protocol version the node speaks.
 func (n *Node) Protocol() int { return n.cfg.Protocol }
@@ -325,6 +331,9 @@ type Metrics struct {
 	// Ending counts sessions closed but not yet unregistered: their streams
 	// are still open (stream and session counts differ by at most this).
 	Ending int
+	// LinkBacklog is the largest backlog of the node's stream links now:
+	// queued plus unacknowledged items (at most Config.StreamBacklog).
+	LinkBacklog int
 }
 
 // Metrics returns the node's current metrics.
@@ -335,6 +344,7 @@ func (n *Node) Metrics() Metrics {
 	m.Executor = n.exec.Stats()
 	m.Ending = int(n.ending.Load())
 	m.LivePeers, m.PeerConns = n.peers.counts()
+	m.LinkBacklog = n.peers.maxBacklog()
 	return m
 }
 

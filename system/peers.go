@@ -184,6 +184,19 @@ func (ps *peers) counts() (live, conns int) {
 	return live, conns
 }
 
+// maxBacklog is the largest backlog of any current peer's links.
+func (ps *peers) maxBacklog() int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	most := 0
+	for _, p := range ps.m {
+		for _, l := range p.links {
+			most = max(most, l.backlog())
+		}
+	}
+	return most
+}
+
 // conn picks one of the peer's channels from the message identity, so the
 // choice does not depend on the order in which tasks happen to run. A closed
 // peer (replaced or forgotten since the relay got it) offers none: nil. A

@@ -35,7 +35,7 @@ func (n *Node) authUnary(ctx context.Context, req any, info *grpc.UnaryServerInf
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	if op := md.Get(MDOp); len(op) == 1 {
-		ctx = WithLabel(ctx, "recv "+op[0]+attemptSuffix(ctx))
+		ctx = WithLabel(ctx, "recv "+n.opLabel(op[0])+attemptSuffix(ctx))
 	}
 	return h(ctx, req)
 }
@@ -71,7 +71,7 @@ func (r *relayServer) RelayMessage(ctx context.Context, req *relaypb.RelayMessag
 	if err := r.check(req.GetMessage(), req.GetTargetEpoch(), 1); err != nil {
 		return nil, err
 	}
-	if err := validName("recipient", req.GetRecipient()); err != nil {
+	if err := r.n.checkName("recipient", req.GetRecipient()); err != nil {
 		return nil, err
 	}
 	return r.n.deliverLocal(ctx, req.Message, []string{req.Recipient}), nil
@@ -85,7 +85,7 @@ func (r *relayServer) RelayBulkMessage(ctx context.Context, req *relaypb.RelayBu
 		return nil, err
 	}
 	for _, u := range req.Recipients {
-		if err := validName("recipient", u); err != nil {
+		if err := r.n.checkName("recipient", u); err != nil {
 			return nil, err
 		}
 	}
@@ -111,7 +111,7 @@ func (r *relayServer) check(m *relaypb.RelayedMessage, epoch uint64, recipients 
 	case epoch != 0 && epoch != n.epoch:
 		return status.Errorf(codes.FailedPrecondition, "relay for %s epoch %d reached epoch %d", n.cfg.NodeID, epoch, n.epoch)
 	}
-	return validName("room", m.Room)
+	return n.checkName("room", m.Room)
 }
 
 // deliverLocal hands m to each recipient's local session.
@@ -153,7 +153,7 @@ func (n *Node) relay(ctx context.Context, server string, recipients []string, m 
 			attempt-- // an older peer, not a failure: fall back at once
 			continue
 		}
-		if err == nil || !retryable(err) || ctx.Err() != nil || attempt == n.cfg.RelayAttempts {
+		if err == nil || !retryable(err) || errors.Is(err, errLinkFull) || ctx.Err() != nil || attempt == n.cfg.RelayAttempts {
 			return
 		}
 		// React on the incarnation this attempt used, not on whatever is
@@ -239,8 +239,80 @@ func (n *Node) relayOnce(ctx context.Context, server string, recipients []string
 func (n *Node) relayCall(ctx context.Context, attempt int, f func(ctx context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.RelayTimeout)
 	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, n.cfg.ClusterToken, MDOp, Label(ctx), MDAttempt, strconv.Itoa(attempt))
+	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, n.cfg.ClusterToken, MDOp, n.opValue(Label(ctx)), MDAttempt, strconv.Itoa(attempt))
 	return f(ctx)
+}
+
+// opValue makes an operation label fit for the x-op metadata value, which
+// gRPC refuses (client-side, Internal, before anything is sent) unless it
+// is printable ASCII: a label names rooms and users, which may be named in
+// any script. Every byte outside printable ASCII, and '%', is
+// percent-encoded, so a label of printable ASCII without '%' is sent as
+// it is and opLabel restores any label exactly. Legacy.Names sends it raw.
+func (n *Node) opValue(label string) string {
+	if n.cfg.Legacy.Names {
+		return label
+	}
+	return escapeOp(label)
+}
+
+// opLabel decodes a received x-op value (Legacy.Names: takes it raw).
+func (n *Node) opLabel(v string) string {
+	if n.cfg.Legacy.Names {
+		return v
+	}
+	return unescapeOp(v)
+}
+
+func opByteSafe(b byte) bool { return b >= 0x20 && b < 0x7f && b != '%' }
+
+func escapeOp(s string) string {
+	i := 0
+	for i < len(s) && opByteSafe(s[i]) {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	const hex = "0123456789ABCDEF"
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	b.WriteString(s[:i])
+	for ; i < len(s); i++ {
+		if c := s[i]; opByteSafe(c) {
+			b.WriteByte(c)
+		} else {
+			b.WriteByte('%')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+// unescapeOp undoes escapeOp; a value it cannot decode (a peer that sends
+// labels raw) is taken as it is.
+func unescapeOp(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] != '%' {
+			out = append(out, s[i])
+			continue
+		}
+		if i+2 >= len(s) {
+			return s
+		}
+		v, err := strconv.ParseUint(s[i+1:i+3], 16, 8)
+		if err != nil {
+			return s
+		}
+		out = append(out, byte(v))
+		i += 2
+	}
+	return string(out)
 }
 
 // retryable: transport trouble, a timeout, a stale epoch (after which the

@@ -49,8 +49,10 @@ type StreamEvent struct {
 	// What: "open", "ack" (closed with a cumulative ack), "broken" (a write
 	// or the close failed), "drop" (items given up: attempts exhausted or
 	// the node stopping), "fallback" (the peer does not speak v3: items
-	// relayed again in bulk), "handover" (the peer restarted or vanished:
-	// items relayed again to its current incarnation).
+	// relayed again in bulk), "isolate" (the peer refused an item: items
+	// relayed again one by one in bulk, so the refusal costs that item
+	// alone), "handover" (the peer restarted or vanished: items relayed
+	// again to its current incarnation).
 	What  string
 	Items int    // items written on the stream, or dropped
 	Acked uint64 // the ack's link seq
@@ -70,6 +72,9 @@ type link struct {
 	queue   []*relaypb.RelayStreamItem // waiting to be written
 	closed  bool
 	running bool // the writer was started
+	// held is len(unacked), for enqueue's bound on the backlog (queued
+	// plus unacknowledged): the writer updates it as unacked changes.
+	held int
 
 	// Owned by the writer goroutine.
 	next    uint64                     // link seq of the next queued item
@@ -106,17 +111,27 @@ type deferredWakes struct{ links []*link }
 
 type deferredWakesKey struct{}
 
+// errLinkFull marks a relay refused by a link whose backlog is at its
+// bound: relay does not retry it (a retry would hold an executor worker
+// for a link that is not draining); its recipients catch up from the log.
+var errLinkFull = errors.New("link backlog full")
+
 // enqueue queues a relay on the link and wakes its writer (or, under
-// deferredWakes in ctx, leaves that to the caller). It never blocks.
+// deferredWakes in ctx, leaves that to the caller). It never blocks: a
+// link already holding StreamBacklog items (queued plus unacknowledged),
+// or StreamQueue queued, refuses the relay at once.
 func (l *link) enqueue(ctx context.Context, m *relaypb.RelayedMessage, recipients []string) error {
 	l.mu.Lock()
 	switch {
 	case l.closed:
 		l.mu.Unlock()
 		return status.Errorf(codes.Unavailable, "relay %s#%d to %s: link %s closed", m.Room, m.Seq, l.p.server, l.name)
-	case len(l.queue) >= l.n.cfg.StreamQueue:
+	case len(l.queue) >= l.n.cfg.StreamQueue || len(l.queue)+l.held >= l.n.cfg.StreamBacklog:
+		q, h := len(l.queue), l.held
 		l.mu.Unlock()
-		return status.Errorf(codes.ResourceExhausted, "relay %s#%d to %s: link %s has %d items queued", m.Room, m.Seq, l.p.server, l.name, l.n.cfg.StreamQueue)
+		return fmt.Errorf("relay %s#%d to %s: link %s holds %d queued and %d unacknowledged items (bounds %d queued, %d in all): %w",
+			m.Room, m.Seq, l.p.server, l.name, q, h, l.n.cfg.StreamQueue, l.n.cfg.StreamBacklog,
+			errors.Join(errLinkFull, status.Error(codes.ResourceExhausted, "link backlog full")))
 	}
 	l.queue = append(l.queue, &relaypb.RelayStreamItem{Message: m, Recipients: recipients, TargetEpoch: l.p.epoch, Link: l.name})
 	if d, ok := ctx.Value(deferredWakesKey{}).(*deferredWakes); ok {
@@ -184,17 +199,27 @@ func (l *link) run() {
 	failures := 0
 	var retry <-chan time.Time
 	for {
-		var linger <-chan time.Time
-		if cur != nil {
-			linger = cur.linger
-		}
-		select {
-		case <-l.done:
-		case <-l.wake:
-		case <-linger:
-			cur.expired = true
-		case <-retry:
+		if retry != nil {
+			// Backing off after a broken stream: new traffic only queues
+			// (its wake-up waits), it must not spend the next attempt
+			// early, or a blip shorter than the back-off would use up
+			// every attempt within milliseconds and drop the backlog.
+			select {
+			case <-l.done:
+			case <-retry:
+			}
 			retry = nil
+		} else {
+			var linger <-chan time.Time
+			if cur != nil {
+				linger = cur.linger
+			}
+			select {
+			case <-l.done:
+			case <-l.wake:
+			case <-linger:
+				cur.expired = true
+			}
 		}
 		l.n.hooks.Gate(l.n.ctx, Point{Node: l.n.cfg.NodeID, Kind: PointStreamWrite, Key: l.name + " ->" + l.p.server})
 		if l.isClosed() {
@@ -202,9 +227,16 @@ func (l *link) run() {
 			return
 		}
 		var err error
-		cur, err = l.step(cur)
+		var progressed bool
+		cur, progressed, err = l.step(cur)
 		if err == nil {
-			failures = 0
+			// Only an ack is progress: a step that merely wrote says
+			// nothing of the peer, and resetting on it would let a link
+			// whose acks keep failing hold, and rewrite, an ever longer
+			// backlog without ever giving up.
+			if progressed {
+				failures = 0
+			}
 			continue
 		}
 		failures++
@@ -228,8 +260,9 @@ func (l *link) isClosed() bool {
 }
 
 // step writes what is queued (after what a broken stream left unacked) and
-// closes the stream for its ack when it is full or has lingered.
-func (l *link) step(cur *relayStream) (*relayStream, error) {
+// closes the stream for its ack when it is full or has lingered. It
+// reports whether an ack made progress.
+func (l *link) step(cur *relayStream) (*relayStream, bool, error) {
 	l.mu.Lock()
 	for _, it := range l.queue {
 		it.LinkSeq = l.next
@@ -237,30 +270,33 @@ func (l *link) step(cur *relayStream) (*relayStream, error) {
 		l.unacked = append(l.unacked, it)
 	}
 	l.queue = nil
+	l.held = len(l.unacked)
 	l.mu.Unlock()
 	if len(l.unacked) == 0 {
 		if cur != nil && cur.written > 0 && lingered(cur) {
-			return nil, l.ack(cur)
+			return nil, true, l.ack(cur)
 		}
-		return cur, nil
+		return cur, false, nil
 	}
 	if cur == nil {
 		var err error
 		if cur, err = l.open(); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 	}
 	// Items not yet on this stream: all of unacked on a new stream.
 	for _, it := range l.unacked[cur.written:] {
 		if err := l.write(cur, it); err != nil {
-			return cur, err
+			return cur, false, err
 		}
 		cur.written++
 	}
 	if cur.written >= l.n.cfg.StreamBatch || lingered(cur) {
-		return nil, l.ack(cur)
+		before := len(l.unacked)
+		err := l.ack(cur)
+		return nil, err == nil && len(l.unacked) < before, err
 	}
-	return cur, nil
+	return cur, false, nil
 }
 
 func lingered(cur *relayStream) bool {
@@ -283,7 +319,7 @@ func (l *link) open() (*relayStream, error) {
 	l.streams++
 	op := fmt.Sprintf("stream %s ->%s", l.name, l.p.server)
 	ctx, cancel := context.WithCancel(WithLabel(l.n.ctx, op))
-	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, l.n.cfg.ClusterToken, MDOp, op, MDAttempt, strconv.Itoa(l.streams))
+	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, l.n.cfg.ClusterToken, MDOp, l.n.opValue(op), MDAttempt, strconv.Itoa(l.streams))
 	s, err := relaypb.NewRelayClient(cc).RelayStream(ctx)
 	if err != nil {
 		cancel()
@@ -324,15 +360,17 @@ func (l *link) ack(cur *relayStream) error {
 		i++
 	}
 	l.unacked = append([]*relaypb.RelayStreamItem(nil), l.unacked[i:]...)
+	l.setHeld()
 	l.n.hooks.Observe(StreamEvent{Node: l.n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "ack", Items: cur.written, Acked: resp.Acked})
 	return nil
 }
 
 // giveUp decides what a broken stream costs: a peer that does not speak
 // v3 gets the items again as bulk relays; a peer restarted or gone hands
-// them to its current incarnation; a non-retryable error or the last
-// attempt drops them (recipients catch up from the log). It reports
-// whether the link starts over with nothing held.
+// them to its current incarnation; a refusal (a non-retryable error) gets
+// them again one by one (isolate); the last attempt drops them
+// (recipients catch up from the log). It reports whether the link starts
+// over with nothing held.
 func (l *link) giveUp(err error, failures int) bool {
 	n := l.n
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "broken", Items: len(l.unacked), Err: err})
@@ -358,9 +396,32 @@ func (l *link) giveUp(err error, failures int) bool {
 	if retryable(err) && failures < n.cfg.RelayAttempts {
 		return false
 	}
+	if !retryable(err) {
+		l.isolate(err)
+		return true
+	}
 	items := l.takeAll()
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "drop", Items: len(items), Err: err})
 	return true
+}
+
+// isolate answers a refusal: the receiver ended the stream with an error
+// that retrying cannot cure, such as InvalidArgument from a receiver whose
+// payload or recipient limit is smaller than ours (during a config
+// rollout). A stream's answer does not say which item it refused, and the
+// refusal is about that item, not the link: every item the link held is
+// relayed again on its own, in bulk (the writer's own calls, like the
+// fallback), so the refused one costs itself alone (its recipients are
+// owed through the catch-up) and the receiver drops as duplicates those it
+// had already processed.
+func (l *link) isolate(err error) {
+	n := l.n
+	items := l.takeAll()
+	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "isolate", Items: len(items), Err: err})
+	for _, it := range items {
+		ctx := WithLabel(n.ctx, fmt.Sprintf("isolate %s#%d ->%s", it.Message.Room, it.Message.Seq, l.p.server))
+		n.relay(ctx, l.p.server, it.Recipients, it.Message, ModeBulk)
+	}
 }
 
 // handover gives what a closed link held to the peer's current
@@ -393,9 +454,24 @@ func (l *link) takeAll() []*relaypb.RelayStreamItem {
 	l.mu.Lock()
 	items := append(l.unacked, l.queue...)
 	l.queue = nil
-	l.mu.Unlock()
 	l.unacked = nil
+	l.held = 0
+	l.mu.Unlock()
 	return items
+}
+
+// setHeld records len(unacked) after the writer changed it.
+func (l *link) setHeld() {
+	l.mu.Lock()
+	l.held = len(l.unacked)
+	l.mu.Unlock()
+}
+
+// backlog is what the link holds: queued plus unacknowledged items.
+func (l *link) backlog() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queue) + l.held
 }
 
 // --- receiver ---
@@ -494,7 +570,7 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 		}
 		key, link = k, l
 		for _, u := range it.Recipients {
-			if err := validName("recipient", u); err != nil {
+			if err := n.checkName("recipient", u); err != nil {
 				return err
 			}
 		}
@@ -502,7 +578,12 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 			dups++
 			continue
 		}
-		ctx := WithLabel(s.Context(), fmt.Sprintf("recv stream %s #%d", it.Link, it.LinkSeq))
+		// Claimed means processed: the ack covers it and a resend is a
+		// duplicate. So the delivery is the node's work, not the stream's:
+		// a stream cancelled between the read and the delivery (the
+		// sender's next write broke, its watchdog fired) must not make it
+		// skip the recipients.
+		ctx := WithLabel(n.ctx, fmt.Sprintf("recv stream %s #%d", it.Link, it.LinkSeq))
 		n.deliverLocal(ctx, it.Message, it.Recipients)
 		processed++
 	}

@@ -116,3 +116,21 @@ func TestAdvertiseAddr(t *testing.T) {
 		assert.Equal(t, tt.want, advertiseAddr(options{listen: tt.listen, advertise: tt.advertise}, actual), "%+v", tt)
 	}
 }
+
+// TestLegacyFlag: -legacy (or RELAYD_LEGACY) selects the old behaviours a
+// rolling upgrade runs side by side with the fixed ones; an unknown name
+// is refused with the usage.
+func TestLegacyFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	o, err := parseFlags([]string{"-node", "n1", "-token", "t", "-legacy", "idempotency,deregister"}, env(nil), &stderr)
+	require.NoError(t, err, stderr.String())
+	assert.Equal(t, system.Legacy{Idempotency: true, Deregister: true}, o.legacy)
+	o, err = parseFlags([]string{"-node", "n1", "-token", "t"}, env(map[string]string{"RELAYD_LEGACY": "all"}), &stderr)
+	require.NoError(t, err, stderr.String())
+	assert.Equal(t, system.Legacy{Names: true, Idempotency: true, Deregister: true}, o.legacy)
+
+	stderr.Reset()
+	assert.Equal(t, 2, relayd([]string{"-node", "n1", "-token", "t", "-legacy", "names,colour"}, env(nil), &stderr))
+	assert.Contains(t, stderr.String(), `unknown legacy behaviour "colour"`)
+	assert.Contains(t, stderr.String(), "usage: relayd")
+}

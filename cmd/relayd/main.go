@@ -83,13 +83,16 @@ type options struct {
 	// peerAddrs rewrites peer addresses before dialling (advertised ->
 	// dialled), e.g. to reach a peer through a proxy.
 	peerAddrs map[string]string
+	// legacy: behaviours of older builds, for a rolling upgrade
+	// (docs/protocol-rules.md).
+	legacy system.Legacy
 }
 
 // parseFlags reads args, falling back to the RELAYD_* environment for flags
 // not given. On an error it writes the error and the usage to stderr.
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	var o options
-	var mode, protocol string
+	var mode, protocol, legacy string
 	fs := flag.NewFlagSet("relayd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -118,6 +121,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.BoolVar(&o.takeover, "takeover", false, "start even when the node id is held by a live process (its registry entry's heartbeat is fresh); without it such a start is refused [RELAYD_TAKEOVER]")
 	var peerAddrs string
 	fs.StringVar(&peerAddrs, "peer-addr", "", "dial a peer advertised at ADDR through VIA instead: ADDR=VIA[,ADDR=VIA...] (e.g. through a proxy) [RELAYD_PEER_ADDR]")
+	fs.StringVar(&legacy, "legacy", "", "behaviours of builds before the protocol-rule fixes, for a rolling upgrade (docs/protocol-rules.md): a comma-separated list of names, idempotency, deregister, or all [RELAYD_LEGACY]")
 
 	fail := func(err error) (options, error) {
 		fmt.Fprintf(stderr, "relayd: %v\n", err)
@@ -142,6 +146,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		return fail(err)
 	}
 	if o.peerAddrs, err = parsePeerAddrs(peerAddrs); err != nil {
+		return fail(err)
+	}
+	if o.legacy, err = system.ParseLegacy(legacy); err != nil {
 		return fail(err)
 	}
 	if err := o.validate(); err != nil {
@@ -213,6 +220,7 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 		ClusterToken:    o.token,
 		UserSecret:      o.userSecret,
 		ChannelsPerPeer: o.channels,
+		Legacy:          o.legacy,
 	}
 	node, err := system.New(cfg, system.Deps{Listener: lis, Redis: &redis.Options{Addr: o.redis}, Dial: peerDialer(o.peerAddrs)})
 	if err != nil {

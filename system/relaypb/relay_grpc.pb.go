@@ -35,13 +35,26 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Chat is what a user's client talks to.
+//
+// Names. A room, a user and a client message id are each 1 to 128 bytes of
+// valid UTF-8 without a control character (C0, DEL or C1), a space of any
+// script, or ':'; any other letter of any script is allowed, and relays
+// live like any other. A call that names something otherwise is refused
+// with INVALID_ARGUMENT and changes nothing (a string that is not UTF-8
+// is refused by protobuf itself, before the call is made).
+// docs/protocol-rules.md states these rules and how they were rolled out.
 type ChatClient interface {
 	// Connect opens the user's delivery stream on this node. Messages the user
 	// missed (after the per-room cursors) are replayed first, then live
 	// deliveries follow, in seq order per room, each exactly once.
 	Connect(ctx context.Context, in *ConnectRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Delivery], error)
-	// Send appends a message to a room and fans it out. Retrying with the same
-	// client_msg_id returns the same seq and appends nothing.
+	// Send appends a message to a room and fans it out. A client message id
+	// is scoped to its sender: retrying with the same user and
+	// client_msg_id returns the same seq, appends nothing, and re-delivers
+	// the message as the room log holds it (the first send's payload, never
+	// the retry's); the same id from another user is that user's own, new
+	// message. A user who is not a member of the room is refused with
+	// FAILED_PRECONDITION, whatever the id.
 	Send(ctx context.Context, in *SendRequest, opts ...grpc.CallOption) (*SendResponse, error)
 	CreateRoom(ctx context.Context, in *CreateRoomRequest, opts ...grpc.CallOption) (*CreateRoomResponse, error)
 	Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error)
@@ -120,13 +133,26 @@ func (c *chatClient) Leave(ctx context.Context, in *LeaveRequest, opts ...grpc.C
 // for forward compatibility.
 //
 // Chat is what a user's client talks to.
+//
+// Names. A room, a user and a client message id are each 1 to 128 bytes of
+// valid UTF-8 without a control character (C0, DEL or C1), a space of any
+// script, or ':'; any other letter of any script is allowed, and relays
+// live like any other. A call that names something otherwise is refused
+// with INVALID_ARGUMENT and changes nothing (a string that is not UTF-8
+// is refused by protobuf itself, before the call is made).
+// docs/protocol-rules.md states these rules and how they were rolled out.
 type ChatServer interface {
 	// Connect opens the user's delivery stream on this node. Messages the user
 	// missed (after the per-room cursors) are replayed first, then live
 	// deliveries follow, in seq order per room, each exactly once.
 	Connect(*ConnectRequest, grpc.ServerStreamingServer[Delivery]) error
-	// Send appends a message to a room and fans it out. Retrying with the same
-	// client_msg_id returns the same seq and appends nothing.
+	// Send appends a message to a room and fans it out. A client message id
+	// is scoped to its sender: retrying with the same user and
+	// client_msg_id returns the same seq, appends nothing, and re-delivers
+	// the message as the room log holds it (the first send's payload, never
+	// the retry's); the same id from another user is that user's own, new
+	// message. A user who is not a member of the room is refused with
+	// FAILED_PRECONDITION, whatever the id.
 	Send(context.Context, *SendRequest) (*SendResponse, error)
 	CreateRoom(context.Context, *CreateRoomRequest) (*CreateRoomResponse, error)
 	Join(context.Context, *JoinRequest) (*JoinResponse, error)
@@ -304,7 +330,12 @@ const (
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
-// Relay is node to node. Every call must carry the cluster credential.
+// Relay is node to node. Every call must carry the cluster credential in
+// x-relay-token metadata, and may carry the sender's operation label in
+// x-op: percent-encoded (every byte outside printable ASCII, and '%'), as
+// a label names rooms and users in any script and gRPC metadata values
+// must be printable ASCII; a receiver decodes it, and takes a value it
+// cannot decode as it is.
 // The relay protocol is versioned; a node advertises the highest version it
 // speaks in its registry entry: v1 has RelayMessage only, v2 adds
 // RelayBulkMessage, v3 adds RelayStream. A node answers Unimplemented to a
@@ -319,7 +350,13 @@ type RelayClient interface {
 	// unidirectional writes). The single response, when the sender closes
 	// the stream, acknowledges every item up to acked, cumulatively: after a
 	// broken stream the sender resends what was not acknowledged, and the
-	// receiver drops an item whose link seq it has already processed.
+	// receiver drops an item whose link seq it has already processed. An item
+	// the receiver has read is processed (delivered to its local recipients)
+	// even if the stream ends before its delivery, since the ack covers it.
+	// An item the receiver refuses (INVALID_ARGUMENT: over its payload or
+	// recipient limit) ends the stream; the sender then relays what the link
+	// held again one item at a time with RelayBulkMessage, so the refusal
+	// costs that item alone (its recipients catch up from the room log).
 	RelayStream(ctx context.Context, opts ...grpc.CallOption) (grpc.ClientStreamingClient[RelayStreamItem, RelayStreamAck], error)
 }
 
@@ -368,7 +405,12 @@ type Relay_RelayStreamClient = grpc.ClientStreamingClient[RelayStreamItem, Relay
 // All implementations must embed UnimplementedRelayServer
 // for forward compatibility.
 //
-// Relay is node to node. Every call must carry the cluster credential.
+// Relay is node to node. Every call must carry the cluster credential in
+// x-relay-token metadata, and may carry the sender's operation label in
+// x-op: percent-encoded (every byte outside printable ASCII, and '%'), as
+// a label names rooms and users in any script and gRPC metadata values
+// must be printable ASCII; a receiver decodes it, and takes a value it
+// cannot decode as it is.
 // The relay protocol is versioned; a node advertises the highest version it
 // speaks in its registry entry: v1 has RelayMessage only, v2 adds
 // RelayBulkMessage, v3 adds RelayStream. A node answers Unimplemented to a
@@ -383,7 +425,13 @@ type RelayServer interface {
 	// unidirectional writes). The single response, when the sender closes
 	// the stream, acknowledges every item up to acked, cumulatively: after a
 	// broken stream the sender resends what was not acknowledged, and the
-	// receiver drops an item whose link seq it has already processed.
+	// receiver drops an item whose link seq it has already processed. An item
+	// the receiver has read is processed (delivered to its local recipients)
+	// even if the stream ends before its delivery, since the ack covers it.
+	// An item the receiver refuses (INVALID_ARGUMENT: over its payload or
+	// recipient limit) ends the stream; the sender then relays what the link
+	// held again one item at a time with RelayBulkMessage, so the refusal
+	// costs that item alone (its recipients catch up from the room log).
 	RelayStream(grpc.ClientStreamingServer[RelayStreamItem, RelayStreamAck]) error
 	mustEmbedUnimplementedRelayServer()
 }

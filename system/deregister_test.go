@@ -1,0 +1,83 @@
+package system
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// overlapTap starts a new incarnation of node the moment the old one's
+// deregistration has run its first Redis command: an overlapping restart
+// (the new process registers while the old one is still stopping).
+type overlapTap struct {
+	node  string
+	start func()
+	once  sync.Once
+}
+
+func (o *overlapTap) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (o *overlapTap) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if Label(ctx) == "stop "+o.node {
+			o.once.Do(o.start)
+		}
+		return err
+	}
+}
+func (o *overlapTap) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestDeregisterSparesANewerIncarnation: a stopping node removes its
+// registry entry only if the entry is still its own, atomically: a new
+// incarnation that registered in the middle of the old one's stop keeps
+// its entry, and peers relay to it at once.
+func TestDeregisterSparesANewerIncarnation(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		name := map[bool]string{false: "fixed", true: "legacy read-then-delete"}[legacy]
+		t.Run(name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var c *testCluster
+				var next *Node
+				tap := &overlapTap{node: "n2", start: func() { next = c.startNode("n2") }}
+				c = newCluster(t, ModeBulk, 2,
+					withConfig(func(cfg *Config) { cfg.Legacy.Deregister = legacy }),
+					withDeps(func(id string, d *Deps) {
+						if id == "n2" {
+							d.RedisHooks = append(d.RedisHooks, tap)
+						}
+					}))
+				c.createRoom("r")
+				alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
+				alice.join("r")
+				bob.join("r")
+				old := c.node("n2")
+
+				old.Stop(context.Background())
+				require.NotNil(t, next, "the new incarnation started during the stop")
+				c.settle()
+
+				info, err := c.node("n1").Directory().LookupNode(context.Background(), "n2")
+				if legacy {
+					assert.ErrorIs(t, err, ErrUnknownNode, "the old rule deletes the newer entry")
+					return
+				}
+				require.NoError(t, err, "the newer incarnation is still registered")
+				assert.Equal(t, next.Epoch(), info.Epoch)
+				assert.Greater(t, next.Epoch(), old.Epoch())
+
+				bob.connect("n2", nil)
+				alice.send("r", "m1", "x")
+				c.settle()
+				require.Equal(t, []uint64{1}, bob.seqs("r"))
+				assert.False(t, bob.deliveries()[0].FromLog, "relayed live to the new incarnation")
+			})
+		})
+	}
+}
