@@ -290,10 +290,13 @@ func relayed() *relaypb.RelayedMessage {
 	return &relaypb.RelayedMessage{Room: "r", Seq: 1, MsgId: "m1", Sender: "alice", Payload: []byte("hello"), Origin: "n2"}
 }
 
-func FuzzRelayMessage(f *testing.F) {
-	for _, s := range []*relaypb.RelayMessageRequest{
-		{Message: relayed(), Recipient: "bob"}, {Message: relayed(), Recipient: "bob", TargetEpoch: 99}, {Recipient: "bob"},
-	} {
+// fuzzRelayUnary is fuzzUnary for the relay's unary calls: the request's
+// bytes, and whether the call carries the cluster token.
+func fuzzRelayUnary[R any, PR interface {
+	*R
+	proto.Message
+}](f *testing.F, call string, seeds []PR, do func(context.Context, relaypb.RelayClient, PR) error) {
+	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		require.NoError(f, err)
 		f.Add(b, true)
@@ -301,36 +304,31 @@ func FuzzRelayMessage(f *testing.F) {
 	}
 	e := newFuzzEnv(f)
 	f.Fuzz(func(t *testing.T, b []byte, token bool) {
-		var req relaypb.RelayMessageRequest
-		if proto.Unmarshal(b, &req) != nil {
+		req := PR(new(R))
+		if proto.Unmarshal(b, req) != nil {
 			return
 		}
 		e.reset(t)
 		before := e.state()
-		_, err := e.relay.RelayMessage(relayCtx(t, token), &req)
-		e.judge(t, "RelayMessage", err, relayCodes, !token, before)
+		e.judge(t, call, do(relayCtx(t, token), e.relay, req), relayCodes, !token, before)
+	})
+}
+
+func FuzzRelayMessage(f *testing.F) {
+	fuzzRelayUnary(f, "RelayMessage", []*relaypb.RelayMessageRequest{
+		{Message: relayed(), Recipient: "bob"}, {Message: relayed(), Recipient: "bob", TargetEpoch: 99}, {Recipient: "bob"},
+	}, func(ctx context.Context, r relaypb.RelayClient, req *relaypb.RelayMessageRequest) error {
+		_, err := r.RelayMessage(ctx, req)
+		return err
 	})
 }
 
 func FuzzRelayBulkMessage(f *testing.F) {
-	for _, s := range []*relaypb.RelayBulkMessageRequest{
+	fuzzRelayUnary(f, "RelayBulkMessage", []*relaypb.RelayBulkMessageRequest{
 		{Message: relayed(), Recipients: []string{"bob", "alice"}}, {Message: relayed()}, {Message: relayed(), Recipients: []string{""}},
-	} {
-		b, err := proto.Marshal(s)
-		require.NoError(f, err)
-		f.Add(b, true)
-		f.Add(b, false)
-	}
-	e := newFuzzEnv(f)
-	f.Fuzz(func(t *testing.T, b []byte, token bool) {
-		var req relaypb.RelayBulkMessageRequest
-		if proto.Unmarshal(b, &req) != nil {
-			return
-		}
-		e.reset(t)
-		before := e.state()
-		_, err := e.relay.RelayBulkMessage(relayCtx(t, token), &req)
-		e.judge(t, "RelayBulkMessage", err, relayCodes, !token, before)
+	}, func(ctx context.Context, r relaypb.RelayClient, req *relaypb.RelayBulkMessageRequest) error {
+		_, err := r.RelayBulkMessage(ctx, req)
+		return err
 	})
 }
 
