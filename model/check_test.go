@@ -62,7 +62,7 @@ func TestCheck(t *testing.T) {
 	assert.Equal(t, []string{
 		PropNoLoss, PropOrdering, PropNoStray,
 		PropExactlyOnce, PropExactlyOnce, PropExactlyOnce,
-		PropStreamLeak, PropGoroutineLeak, PropWorkers, PropPanics,
+		PropStreamLeak, PropGoroutineLeak, PropWorkers, PropPanics, PropContent,
 	}, props)
 	var seqs []uint64
 	for _, v := range got[3:6] {
@@ -73,7 +73,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCheckClean(t *testing.T) {
-	h := oneRoom(logOf("m1", "m2"), map[string][]Window{"u1": open},
+	h := oneRoom(logFrom("u1", "m1", "m2"), map[string][]Window{"u1": open},
 		snd(1, "u1", "r1", 1, "m1"), snd(2, "u1", "r1", 2, "m2"),
 		dlv(3, "u1", "r1", 1, "m1"), dlv(4, "u1", "r1", 2, "m2"),
 	)

@@ -40,7 +40,7 @@ type DeliveryLog struct {
 	users  table
 	rooms  table
 	nodes  table
-	msgs   table
+	msgs   msgTable
 	// encoding state: the previous record and, per user and room, the last
 	// seq and message id index.
 	lastTime time.Duration
@@ -115,6 +115,30 @@ func (t *table) intern(s string) int {
 	return len(t.strs) - 1
 }
 
+// deliveredMsg is what a delivery carries of its message besides room and seq.
+type deliveredMsg struct {
+	id, sender string
+	payload    uint64
+}
+
+// msgTable interns messages to small indexes.
+type msgTable struct {
+	idx  map[deliveredMsg]int
+	keys []deliveredMsg
+}
+
+func (t *msgTable) intern(k deliveredMsg) int {
+	if i, ok := t.idx[k]; ok {
+		return i
+	}
+	if t.idx == nil {
+		t.idx = map[deliveredMsg]int{}
+	}
+	t.idx[k] = len(t.keys)
+	t.keys = append(t.keys, k)
+	return len(t.keys) - 1
+}
+
 // Len is the number of deliveries recorded.
 func (l *DeliveryLog) Len() int {
 	if l == nil {
@@ -134,7 +158,7 @@ func (l *DeliveryLog) Rooms() []string {
 // Add records a delivery (ev.Kind must be KindDeliver).
 func (l *DeliveryLog) Add(ev Event) {
 	u, r := l.users.intern(ev.User), l.rooms.intern(ev.Room)
-	node, msg := l.nodes.intern(ev.Node), l.msgs.intern(ev.MsgID)
+	node, msg := l.nodes.intern(ev.Node), l.msgs.intern(deliveredMsg{ev.MsgID, ev.Sender, ev.Payload})
 	if l.pairs == nil {
 		l.pairs = map[[2]int]int{}
 	}
@@ -199,7 +223,7 @@ func (l *DeliveryLog) Snapshot() *DeliveryLog {
 		users: table{strs: l.users.strs[:len(l.users.strs):len(l.users.strs)]},
 		rooms: table{strs: l.rooms.strs[:len(l.rooms.strs):len(l.rooms.strs)]},
 		nodes: table{strs: l.nodes.strs[:len(l.nodes.strs):len(l.nodes.strs)]},
-		msgs:  table{strs: l.msgs.strs[:len(l.msgs.strs):len(l.msgs.strs)]},
+		msgs:  msgTable{keys: l.msgs.keys[:len(l.msgs.keys):len(l.msgs.keys)]},
 	}
 }
 
@@ -268,8 +292,9 @@ func (d *decoder) each(b []byte, fn func(Event)) {
 		d.line += int(varint())
 		flags := uvarint()
 		d.done++
+		m := l.msgs.keys[st.msg]
 		fn(Event{Time: d.t, Kind: KindDeliver, User: st.user, Room: st.room, Node: l.nodes.strs[flags>>1],
-			Seq: st.seq, MsgID: l.msgs.strs[st.msg], FromLog: flags&1 == 1, TraceLine: d.line})
+			Seq: st.seq, MsgID: m.id, Sender: m.sender, Payload: m.payload, FromLog: flags&1 == 1, TraceLine: d.line})
 	}
 }
 

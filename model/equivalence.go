@@ -4,8 +4,9 @@ import (
 	"fmt"
 )
 
-// deliveredIDs maps user, then room, then MsgID to the trace line of its
-// first delivery.
+// deliveredIDs maps user, then room, then message (MsgID, and the sender
+// when the delivery recorded it: an id is scoped to its sender) to the
+// trace line of its first delivery.
 type deliveredIDs map[string]map[string]map[string]int
 
 func collectDelivered(h *History) deliveredIDs {
@@ -20,8 +21,12 @@ func collectDelivered(h *History) deliveredIDs {
 		if d[ev.User][ev.Room] == nil {
 			d[ev.User][ev.Room] = map[string]int{}
 		}
-		if _, dup := d[ev.User][ev.Room][ev.MsgID]; !dup {
-			d[ev.User][ev.Room][ev.MsgID] = ev.TraceLine
+		id := ev.MsgID
+		if ev.Sender != "" {
+			id = ev.Sender + "/" + ev.MsgID
+		}
+		if _, dup := d[ev.User][ev.Room][id]; !dup {
+			d[ev.User][ev.Room][id] = ev.TraceLine
 		}
 	})
 	return d

@@ -27,6 +27,7 @@ const (
 	FaultVanish      FaultKind = "vanish"       // a client stops reading without closing its stream
 	FaultSlow        FaultKind = "slow"         // a client reads its deliveries slowly for a while
 	FaultForge       FaultKind = "forge"        // a client call with a forged user credential
+	FaultSteal       FaultKind = "steal"        // a client's own send with another user's message id and its own payload
 )
 
 // Per-operation faults: drawn for one relay call, stream write or Redis
@@ -61,7 +62,7 @@ const (
 
 var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
-	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge,
+	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,

@@ -45,23 +45,24 @@ func forgedOutcome(ev Event) []Violation {
 	return nil
 }
 
-// forgedSendEffects: the forged message id is in no log entry of its room
-// and was delivered to nobody.
+// forgedSendEffects: the forged message (the named user's id) is in no
+// log entry of its room and was delivered to nobody. A message is its
+// sender and id: the same id from another sender is another message.
 func (j *judge) forgedSendEffects(ev Event) []Violation {
 	var out []Violation
 	for _, e := range j.h.Final.Logs[ev.Room] {
-		if e.MsgID == ev.MsgID {
+		if e.MsgID == ev.MsgID && e.Sender == ev.User {
 			out = append(out, forgedViolation(ev, e.Seq, fmt.Sprintf("the forged send %q is in the room log at seq %d (sender %s)", ev.MsgID, e.Seq, e.Sender)))
 		}
 	}
 	var got []int
 	var users []string
-	for _, d := range j.h.Events {
-		if d.Kind == KindDeliver && d.Room == ev.Room && d.MsgID == ev.MsgID {
+	j.h.EachDelivery(func(d Event) {
+		if d.Room == ev.Room && d.MsgID == ev.MsgID && (d.Sender == "" || d.Sender == ev.User) {
 			got = append(got, d.TraceLine)
 			users = append(users, d.User)
 		}
-	}
+	})
 	if len(got) > 0 {
 		out = append(out, forgedViolation(ev, 0, fmt.Sprintf("the forged send %q was delivered to %s (%d deliveries)", ev.MsgID, few(users), len(got)), got...))
 	}
@@ -72,13 +73,14 @@ func (j *judge) forgedSendEffects(ev Event) []Violation {
 // receives nothing of the room that its own windows do not allow.
 func (j *judge) forgedJoinEffects(ev Event) []Violation {
 	m := j.membership(ev.Room, ev.User)
-	for _, d := range j.h.Events {
-		if d.Kind != KindDeliver || d.User != ev.User || d.Room != ev.Room || d.done().before(ev.inv()) || m.allows(d.Seq) {
-			continue
+	var out []Violation
+	j.h.EachDelivery(func(d Event) {
+		if len(out) > 0 || d.User != ev.User || d.Room != ev.Room || d.done().before(ev.inv()) || m.allows(d.Seq) {
+			return
 		}
-		return []Violation{forgedViolation(ev, d.Seq, fmt.Sprintf(
+		out = append(out, forgedViolation(ev, d.Seq, fmt.Sprintf(
 			"after a forged join for %s, %s was delivered seq %d outside its membership windows %s: the forged join opened a window",
-			ev.User, ev.User, d.Seq, formatMembership(m)), d.TraceLine)}
-	}
-	return nil
+			ev.User, ev.User, d.Seq, formatMembership(m)), d.TraceLine))
+	})
+	return out
 }

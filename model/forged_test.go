@@ -38,7 +38,7 @@ func TestCheckForgedRejected(t *testing.T) {
 			forgedSend(8, "u2", "r1", "f3", "Pending", 0),
 			forgedJoin(10, "u3", "r1", "Canceled", 0),
 		}, nil},
-		{"forged send accepted", logOf("m1", "f1"), two, []Event{
+		{"forged send accepted", withSender(logOf("m1", "f1"), 2, "u2"), two, []Event{
 			forgedSend(4, "u2", "r1", "f1", "", 2),
 		}, []Violation{
 			{Property: PropForged, User: "u2", Room: "r1", Seq: 2, TraceLines: []int{4}},
@@ -47,7 +47,7 @@ func TestCheckForgedRejected(t *testing.T) {
 		{"forged send past authentication: not a member", logOf("m1"), two, []Event{
 			forgedSend(4, "u3", "r1", "f1", "FailedPrecondition", 0),
 		}, []Violation{{Property: PropForged, User: "u3", Room: "r1", TraceLines: []int{4}}}},
-		{"forged send timed out but appended and delivered", logOf("m1", "f1"), two, []Event{
+		{"forged send timed out but appended and delivered", withSender(logOf("m1", "f1"), 2, "u2"), two, []Event{
 			forgedSend(4, "u2", "r1", "f1", "DeadlineExceeded", 0),
 			dlv(6, "u1", "r1", 2, "f1"), dlv(7, "u2", "r1", 2, "f1"),
 		}, []Violation{
@@ -81,7 +81,7 @@ func TestCheckForgedRejected(t *testing.T) {
 // wrongly accepted, is not an ack the other checkers count: no message is
 // owed for it, no window opens and no dispatch is judged.
 func TestForgedCallsAreNotRealCalls(t *testing.T) {
-	h := oneRoom(logOf("m1"), map[string][]Window{"u1": open},
+	h := oneRoom(logFrom("u1", "m1"), map[string][]Window{"u1": open},
 		snd(1, "u1", "r1", 1, "m1"), dlv(2, "u1", "r1", 1, "m1"),
 		forgedSend(4, "u1", "r1", "f1", "", 2),
 		forgedJoin(6, "u2", "r1", "", 1),
@@ -100,10 +100,10 @@ func TestForgedCallsAreNotRealCalls(t *testing.T) {
 }
 
 func TestCheckForgedRejectedDetails(t *testing.T) {
-	got := CheckForgedRejected(oneRoom(logOf("m1", "f1"), map[string][]Window{"u1": open},
+	got := CheckForgedRejected(oneRoom(withSender(logOf("m1", "f1"), 2, "u2"), map[string][]Window{"u1": open},
 		forgedSend(4, "u2", "r1", "f1", "", 2), dlv(5, "u1", "r1", 2, "f1")))
 	require.Len(t, got, 3)
 	assert.Equal(t, "a send with a forged credential for u2 was accepted (seq 2)", got[0].Detail)
-	assert.Equal(t, `the forged send "f1" is in the room log at seq 2 (sender s)`, got[1].Detail)
+	assert.Equal(t, `the forged send "f1" is in the room log at seq 2 (sender u2)`, got[1].Detail)
 	assert.Equal(t, `the forged send "f1" was delivered to u1 (1 deliveries)`, got[2].Detail)
 }

@@ -14,6 +14,21 @@ func logOf(ids ...string) []LogEntry {
 	return out
 }
 
+// logFrom builds a room log like logOf whose entries all name sender.
+func logFrom(sender string, ids ...string) []LogEntry {
+	out := logOf(ids...)
+	for i := range out {
+		out[i].Sender = sender
+	}
+	return out
+}
+
+// withSender sets the sender of seq's entry of log.
+func withSender(log []LogEntry, seq uint64, sender string) []LogEntry {
+	log[seq-1].Sender = sender
+	return log
+}
+
 // msgs returns the MsgIDs m1..mn.
 func msgs(n int) []string { return names("m", n) }
 

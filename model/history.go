@@ -13,7 +13,10 @@
 // relay's own window records are never read.
 package model
 
-import "time"
+import (
+	"hash/fnv"
+	"time"
+)
 
 // Kind names a client-visible event.
 type Kind string
@@ -66,6 +69,15 @@ type Event struct {
 	Seq  uint64
 	// MsgID is the client message id (sends and deliveries).
 	MsgID string
+	// Sender is, for a delivery, the sender the delivery carried (empty:
+	// not recorded). A send's sender is User.
+	Sender string `json:",omitempty"`
+	// Payload is the digest (PayloadDigest) of the payload a send sent or
+	// a delivery carried (0: not recorded).
+	Payload uint64 `json:",omitempty"`
+	// Steal marks a send made with another user's client message id (a
+	// steal fault): a real send by User, judged as one.
+	Steal bool `json:",omitempty"`
 	OK    bool   // the call succeeded (join, leave, send, create-room, connect)
 	Err   string // the call's gRPC status code, when !OK
 	// Vanish marks a disconnect where the client stopped reading without
@@ -122,6 +134,9 @@ type LogEntry struct {
 	Seq    uint64
 	MsgID  string
 	Sender string
+	// Payload is the digest (PayloadDigest) of the entry's payload (0:
+	// not recorded).
+	Payload uint64 `json:",omitempty"`
 }
 
 // Window is a membership window: the user receives the room's messages with
@@ -282,4 +297,17 @@ func (h *History) ModeAt(node string, t time.Duration) string {
 		return h.Mode
 	}
 	return modes[v-1]
+}
+
+// PayloadDigest is the 64-bit digest of a payload the oracle compares
+// deliveries, sends and room log entries by (FNV-1a; never 0, which marks
+// a payload not recorded). The histories are not adversarial: a run's few
+// thousand payloads collide with probability ~1e-12.
+func PayloadDigest(p []byte) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write(p)
+	if d := h.Sum64(); d != 0 {
+		return d
+	}
+	return 1
 }

@@ -1,37 +1,53 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 )
 
-// CheckNoLoss checks the acknowledged sends against the final room logs:
-// every OK send (Seq > 0, with a MsgID) is in its room log at the acked seq
-// with its MsgID; sends acked more than once for one MsgID (retries) name
-// one seq; and a MsgID appears at most once in a room log.
+// CheckNoLoss checks the acknowledged sends against the final room logs.
+// A client message id is scoped to its sender, so a message is (sender,
+// MsgID): every OK send (Seq > 0, with a MsgID) is in its room log at the
+// acked seq with its MsgID; sends of one message acked more than once
+// (retries) name one seq; and a message appears at most once in a room
+// log. Whose message the acked seq holds, and its payload, is
+// CheckContent's.
 func CheckNoLoss(h *History) []Violation {
 	acks := groupAcks(h.Events)
 	x := indexLogs(h.Final)
 	var out []Violation
 	for _, room := range sortedKeys(acks) {
-		for _, id := range sortedKeys(acks[room]) {
-			out = append(out, judgeAcks(h.Final, x, room, id, acks[room][id])...)
+		for _, k := range sortedMsgs(acks[room]) {
+			out = append(out, judgeAcks(h.Final, x, room, k.id, acks[room][k])...)
 		}
 	}
 	return append(out, logDuplicates(h.Final, acks)...)
 }
 
-// groupAcks groups the OK sends by room, then MsgID, in history order.
-func groupAcks(events []Event) map[string]map[string][]Event {
-	acks := map[string]map[string][]Event{}
+// senderID is a message of a room: its sender and client message id.
+type senderID struct{ sender, id string }
+
+// sortedMsgs returns m's messages sorted by sender, then id.
+func sortedMsgs[V any](m map[senderID]V) []senderID {
+	return slices.SortedFunc(maps.Keys(m), func(a, b senderID) int {
+		return cmp.Or(cmp.Compare(a.sender, b.sender), cmp.Compare(a.id, b.id))
+	})
+}
+
+// groupAcks groups the OK sends by room, then message, in history order.
+func groupAcks(events []Event) map[string]map[senderID][]Event {
+	acks := map[string]map[senderID][]Event{}
 	for _, ev := range events {
 		if ev.Kind != KindSend || !ev.OK || ev.Seq == 0 || ev.MsgID == "" {
 			continue
 		}
 		if acks[ev.Room] == nil {
-			acks[ev.Room] = map[string][]Event{}
+			acks[ev.Room] = map[senderID][]Event{}
 		}
-		acks[ev.Room][ev.MsgID] = append(acks[ev.Room][ev.MsgID], ev)
+		k := senderID{ev.User, ev.MsgID}
+		acks[ev.Room][k] = append(acks[ev.Room][k], ev)
 	}
 	return acks
 }
@@ -85,28 +101,26 @@ func lossDetail(f Final, x logIndex, room, id string, seqs []uint64) string {
 	return fmt.Sprintf("acked send %q at seq %d but the log holds %q there", id, seqs[0], e.MsgID)
 }
 
-// logDuplicates reports MsgIDs that appear more than once in a room log: a
-// retried send must not append a second entry. The evidence is the acks.
-func logDuplicates(f Final, acks map[string]map[string][]Event) []Violation {
+// logDuplicates reports messages (sender, MsgID) that appear more than
+// once in a room log: a retried send must not append a second entry. The
+// same id from two senders is two messages. The evidence is the acks.
+func logDuplicates(f Final, acks map[string]map[senderID][]Event) []Violation {
 	var out []Violation
 	for _, room := range sortedKeys(f.Logs) {
-		seqs := map[string][]uint64{}
-		senders := map[string]string{}
+		seqs := map[senderID][]uint64{}
 		for _, e := range f.Logs[room] {
 			if e.MsgID == "" {
 				continue
 			}
-			if len(seqs[e.MsgID]) == 0 {
-				senders[e.MsgID] = e.Sender
-			}
-			seqs[e.MsgID] = append(seqs[e.MsgID], e.Seq)
+			k := senderID{e.Sender, e.MsgID}
+			seqs[k] = append(seqs[k], e.Seq)
 		}
-		for _, id := range sortedKeys(seqs) {
-			if s := seqs[id]; len(s) > 1 {
+		for _, k := range sortedMsgs(seqs) {
+			if s := seqs[k]; len(s) > 1 {
 				out = append(out, Violation{
-					Property: PropNoLoss, User: senders[id], Room: room, Seq: s[1],
-					Detail:     fmt.Sprintf("msgid %q appears %d times in the room log (seqs %s)", id, len(s), joinNums(s)),
-					TraceLines: eventLines(acks[room][id]),
+					Property: PropNoLoss, User: k.sender, Room: room, Seq: s[1],
+					Detail:     fmt.Sprintf("msgid %q from %s appears %d times in the room log (seqs %s)", k.id, k.sender, len(s), joinNums(s)),
+					TraceLines: eventLines(acks[room][k]),
 				})
 			}
 		}

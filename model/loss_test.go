@@ -35,9 +35,12 @@ func TestCheckNoLoss(t *testing.T) {
 			{Property: PropNoLoss, User: "u1", Room: "r1", Seq: 3, TraceLines: []int{7, 9}},
 			{Property: PropNoLoss, User: "u1", Room: "r1", Seq: 2, TraceLines: []int{7, 9}},
 		}},
-		{"retry appended twice to the log", logOf("m1", "m2", "m2"), []Event{
+		{"retry appended twice to the log", logFrom("u1", "m1", "m2", "m2"), []Event{
 			snd(4, "u1", "r1", 2, "m2"),
-		}, []Violation{{Property: PropNoLoss, User: "s", Room: "r1", Seq: 3, TraceLines: []int{4}}}},
+		}, []Violation{{Property: PropNoLoss, User: "u1", Room: "r1", Seq: 3, TraceLines: []int{4}}}},
+		{"the same id from two senders is two messages", withSender(logFrom("u1", "m1", "m1"), 2, "u2"), []Event{
+			snd(4, "u1", "r1", 1, "m1"), snd(5, "u2", "r1", 2, "m1"),
+		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,10 +50,10 @@ func TestCheckNoLoss(t *testing.T) {
 }
 
 func TestCheckNoLossDetails(t *testing.T) {
-	got := CheckNoLoss(oneRoom(logOf("m1", "m1"), nil,
+	got := CheckNoLoss(oneRoom(logFrom("u1", "m1", "m1"), nil,
 		snd(1, "u1", "r1", 1, "m1"), snd(2, "u1", "r1", 2, "m1"), snd(3, "u1", "r1", 4, "m4")))
 	require.Len(t, got, 3)
 	assert.Equal(t, `msgid "m1" was acked with different seqs 1, 2`, got[0].Detail)
 	assert.Equal(t, `acked send "m4" at seq 4 is not in the room log (2 entries)`, got[1].Detail)
-	assert.Equal(t, `msgid "m1" appears 2 times in the room log (seqs 1, 2)`, got[2].Detail)
+	assert.Equal(t, `msgid "m1" from u1 appears 2 times in the room log (seqs 1, 2)`, got[2].Detail)
 }
