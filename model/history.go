@@ -77,7 +77,7 @@ type Event struct {
 	Payload uint64 `json:",omitempty"`
 	// Steal marks a send made with another user's client message id (a
 	// steal fault): a real send by User, judged as one.
-	Steal bool `json:",omitempty"`
+	Steal bool   `json:",omitempty"`
 	OK    bool   // the call succeeded (join, leave, send, create-room, connect)
 	Err   string // the call's gRPC status code, when !OK
 	// Vanish marks a disconnect where the client stopped reading without
