@@ -86,18 +86,20 @@ func (c *Cluster) Inject(f Fault) {
 		c.Do(Action{At: c.Now(), User: f.User, Kind: ActSlow, For: f.For})
 	case model.FaultForge:
 		c.doNow(f.Forge.action(c.Now(), f.User))
+	case model.FaultSteal:
+		c.doNow(f.Steal.action(c.Now(), f.User))
 	}
 }
 
 // timedRecord is the oracle's record of a timed fault: what it touches
 // and for how long. A crash is recorded by Crash (and ends when the node
-// is up again), an upgrade by Upgrade, a forgery by the forged call's own
-// event; a partition ends at its heal.
+// is up again), an upgrade by Upgrade, a forgery or a steal by its call's
+// own event; a partition ends at its heal.
 func (c *Cluster) timedRecord(f Fault) *model.Fault {
 	now := c.Now()
 	mf := &model.Fault{From: now, To: now + f.For, Kind: f.Kind}
 	switch f.Kind {
-	case model.FaultCrash, model.FaultRestart, model.FaultUpgrade, model.FaultForge, model.FaultHeal:
+	case model.FaultCrash, model.FaultRestart, model.FaultUpgrade, model.FaultForge, model.FaultSteal, model.FaultHeal:
 		return nil
 	case model.FaultPartition:
 		mf.To, mf.Nodes = -1, c.linkNodes(f)

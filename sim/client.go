@@ -38,6 +38,9 @@ const (
 	// with a forged credential of form Token.
 	ActForgeSend ActionKind = "forge-send"
 	ActForgeJoin ActionKind = "forge-join"
+	// ActSteal sends MsgID, another user's message id, to Room with the
+	// client's own credential and payload (steal.go).
+	ActSteal ActionKind = "steal"
 )
 
 // Action is one thing a simulated user does at virtual time At.
@@ -60,7 +63,7 @@ func (a Action) String() string {
 		s += " " + a.Room
 	case ActConnect:
 		s += fmt.Sprintf(" n%d", a.Node+1)
-	case ActSend:
+	case ActSend, ActSteal:
 		s += " " + a.Room + " " + a.MsgID
 	case ActSlow:
 		s += " " + a.For.String()
@@ -237,10 +240,13 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 			r, err := ch.Leave(ctx, &relaypb.LeaveRequest{Room: a.Room, User: cl.user})
 			return reply{seq: r.GetToSeq()}, err
 		})
-	case ActSend:
-		cl.c.Stats.Sends++
+	case ActSend, ActSteal:
+		if a.Kind == ActSend {
+			cl.c.Stats.Sends++
+		}
+		payload := cl.payload(a)
 		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
-			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: cl.user, ClientMsgId: a.MsgID, Payload: []byte("m:" + a.MsgID)})
+			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: cl.user, ClientMsgId: a.MsgID, Payload: payload})
 			return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate()}, err
 		})
 	case ActForgeSend:
@@ -317,13 +323,32 @@ func clientRetryable(err error) bool {
 }
 
 var callKinds = map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend,
-	ActForgeSend: model.KindForgedSend, ActForgeJoin: model.KindForgedJoin}
+	ActForgeSend: model.KindForgedSend, ActForgeJoin: model.KindForgedJoin, ActSteal: model.KindSend}
+
+// payload is what a send carries: its own message's ("m:" and its id) or
+// a steal's (the stealer's own, steal.go).
+func (cl *Client) payload(a Action) []byte {
+	if a.Kind == ActSteal {
+		return stealPayload(cl.user, a.MsgID)
+	}
+	return []byte("m:" + a.MsgID)
+}
+
+// sent is what the history keeps of a send's content: its payload's
+// digest and whether it is a steal (0 and false for other calls).
+func (cl *Client) sent(a Action) (uint64, bool) {
+	if a.Kind != ActSend && a.Kind != ActSteal {
+		return 0, false
+	}
+	return model.PayloadDigest(cl.payload(a)), a.Kind == ActSteal
+}
 
 // setPending notes the call in flight, so that a check taken before it
 // returns treats its outcome as unknown.
 func (cl *Client) setPending(a Action, inv invocation) {
 	ev := model.Event{Kind: callKinds[a.Kind], User: a.named(cl.user), Room: a.Room, MsgID: a.MsgID, Err: "Pending",
 		Time: cl.c.Now(), TraceLine: cl.c.Trace.Lines(), Invoked: inv.at, InvokedLine: inv.line}
+	ev.Payload, ev.Steal = cl.sent(a)
 	cl.mu.Lock()
 	cl.pending = &ev
 	cl.mu.Unlock()
@@ -336,6 +361,7 @@ func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err
 	cl.mu.Unlock()
 	ev := model.Event{Time: c.Now(), Kind: callKinds[a.Kind], User: a.named(cl.user), Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: r.seq,
 		Duplicate: r.duplicate, Node: c.nodes[node].id, Tries: tries, Invoked: inv.at, InvokedLine: inv.line}
+	ev.Payload, ev.Steal = cl.sent(a)
 	res := fmt.Sprintf("ok seq=%d", r.seq)
 	if err != nil {
 		ev.Err = status.Code(err).String()
@@ -344,6 +370,9 @@ func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err
 		c.Stats.SendsOK++
 	}
 	ev.TraceLine = c.Trace.Event(c.Now(), cl.user, "%s %s", a.String()[len(cl.user)+1:], res)
+	if ev.Steal && !c.Trace.Frozen() {
+		c.countSteal(ev)
+	}
 	c.rec.event(ev)
 }
 
@@ -468,7 +497,8 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 		c.Stats.Deliveries++
 		src := map[bool]string{true: " log"}[d.FromLog]
 		line := c.Trace.Event(c.Now(), cl.user, "deliver %s#%d %s%s", d.Room, d.Seq, d.MsgId, src)
-		c.rec.delivery(model.Event{Time: c.Now(), Kind: model.KindDeliver, User: cl.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId, FromLog: d.FromLog, Node: c.nodes[cs.node].id, TraceLine: line})
+		c.rec.delivery(model.Event{Time: c.Now(), Kind: model.KindDeliver, User: cl.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId,
+			Sender: d.Sender, Payload: model.PayloadDigest(d.Payload), FromLog: d.FromLog, Node: c.nodes[cs.node].id, TraceLine: line})
 	}
 }
 

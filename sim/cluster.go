@@ -68,6 +68,8 @@ type Cluster struct {
 	rec    *recorder
 	faults faultState
 	Stats  Stats
+	// Coverage counts what of the wider world the run met (coverage.go).
+	Coverage Coverage
 	seeds  struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}

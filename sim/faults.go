@@ -24,11 +24,13 @@ type FaultBounds struct {
 	// Forgeries are client calls made with a forged user credential
 	// (forge.go).
 	Forgeries int
+	// Steals are sends with another user's client message id (steal.go).
+	Steals int
 }
 
 // DefaultBounds is the runner's default.
 func DefaultBounds() FaultBounds {
-	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 2}
+	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 2, Steals: 3}
 }
 
 // NoFaults turns every fault off.
@@ -42,6 +44,7 @@ type FaultMix struct {
 	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
 	RedisSpikes                                                                      int
 	Forgeries                                                                        int
+	Steals                                                                           int
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a
@@ -87,6 +90,7 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 		SlowConsumers: n("slow-consumer", b.SlowConsumers),
 		RedisSpikes:   n("redis-spike", b.RedisSpikes),
 		Forgeries:     n("forge", b.Forgeries),
+		Steals:        n(string(model.FaultSteal), b.Steals),
 	}
 }
 
@@ -116,6 +120,7 @@ func (m FaultMix) String() string {
 	addN("slow-consumer", m.SlowConsumers)
 	addN("redis-spike", m.RedisSpikes)
 	addN("forge", m.Forgeries)
+	addN("steal", m.Steals)
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -125,7 +130,7 @@ func (m FaultMix) String() string {
 // Fault is one timed fault of the fault phase.
 type Fault struct {
 	At   time.Duration
-	Kind model.FaultKind // one of the timed kinds: crash, restart, upgrade, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow, forge
+	Kind model.FaultKind // one of the timed kinds: crash, restart, upgrade, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow, forge, steal
 	Node int             // node index (crash, restart, pause, partition side a)
 	Peer int             // partition side b (-1: isolate Node from everyone)
 	// OneWay cuts only Node -> Peer.
@@ -136,6 +141,8 @@ type Fault struct {
 	Protocol int
 	// Forge is a forge fault's call, made by User's client.
 	Forge Forgery
+	// Steal is a steal fault's send, made by User's client.
+	Steal Steal
 }
 
 func (f Fault) String() string {
@@ -165,6 +172,8 @@ func (f Fault) String() string {
 		return fmt.Sprintf("%s %s", f.Kind, f.User)
 	case model.FaultForge:
 		return fmt.Sprintf("forge %s by %s", f.Forge, f.User)
+	case model.FaultSteal:
+		return fmt.Sprintf("steal %s by %s", f.Steal, f.User)
 	}
 	return fmt.Sprintf("%s for %v", f.Kind, f.For)
 }

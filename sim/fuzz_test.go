@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
 
@@ -32,6 +33,11 @@ func FuzzDecodeLogEntry(f *testing.F) {
 		require.NoError(t, err, "protobuf reads %x", b)
 		assert.Equal(t, want.MsgId, got.MsgID)
 		assert.Equal(t, want.Sender, got.Sender)
+		if len(want.Payload) == 0 {
+			assert.Zero(t, got.Payload)
+		} else {
+			assert.Equal(t, model.PayloadDigest(want.Payload), got.Payload)
+		}
 	})
 }
 

@@ -23,6 +23,8 @@ type Result struct {
 	Steps      int
 	Delays     int
 	Peaks      []int
+	// Coverage counts what of the wider world the run met.
+	Coverage Coverage
 	// Live and FromLog count the deliveries pushed live and those replayed
 	// or gap-filled from the room log.
 	Live, FromLog int

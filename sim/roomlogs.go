@@ -15,8 +15,9 @@ import (
 
 // readLogs reads the logs of rooms straight from miniredis after the run.
 // The entries are decoded here, from the wire format of relay.proto's
-// LogEntry (msg_id = 1, sender = 2), not with the relay's code: the oracle
-// must not trust the decoder of the system it judges.
+// LogEntry (msg_id = 1, sender = 2, payload = 3: kept as its digest,
+// model.PayloadDigest), not with the relay's code: the oracle must not
+// trust the decoder of the system it judges.
 func readLogs(m *miniredis.Miniredis, rooms []string) (map[string][]model.LogEntry, error) {
 	out := map[string][]model.LogEntry{}
 	for _, room := range rooms {
@@ -46,15 +47,21 @@ func decodeLogEntry(b []byte) (model.LogEntry, error) {
 			return e, protowire.ParseError(n)
 		}
 		b = b[n:]
-		if typ == protowire.BytesType && (num == 1 || num == 2) {
+		if typ == protowire.BytesType && (num == 1 || num == 2 || num == 3) {
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				return e, protowire.ParseError(n)
 			}
-			if num == 1 {
+			switch num {
+			case 1:
 				e.MsgID = string(v)
-			} else {
+			case 2:
 				e.Sender = string(v)
+			default:
+				e.Payload = 0 // an empty payload (never sent: the relay refuses it) is no content
+				if len(v) > 0 {
+					e.Payload = model.PayloadDigest(v)
+				}
 			}
 			b = b[n:]
 			continue

@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system/relaypb"
 )
 
@@ -21,6 +22,7 @@ func TestDecodeLogEntry(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "u1-m7", e.MsgID)
 	assert.Equal(t, "u1", e.Sender)
+	assert.Equal(t, model.PayloadDigest([]byte("m:u1-m7")), e.Payload)
 	_, err = decodeLogEntry([]byte{0x0a, 0x05, 'a'}) // a length past the end
 	assert.Error(t, err)
 }
