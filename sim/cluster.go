@@ -70,7 +70,7 @@ type Cluster struct {
 	Stats  Stats
 	// Coverage counts what of the wider world the run met (coverage.go).
 	Coverage Coverage
-	seeds  struct{ faults, cost Seed }
+	seeds    struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
 	// kills are the Kill calls of crashed incarnations, closed when one
