@@ -39,22 +39,14 @@ type client struct {
 	ctx   context.Context
 	r     *rand.Rand
 
-	mu      sync.Mutex
-	stream  *cstream
-	cursors map[string]uint64
-	got     map[string]map[uint64]bool // delivered seqs per room
-	// payloads are the payloads the client received, by room and seq,
-	// for the content check.
-	payloads map[roomSeqKey][]byte
-	ended    bool // the server ended the open stream: reconnect
+	mu       sync.Mutex
+	stream   *cstream
+	cursors  map[string]uint64
+	got      map[string]map[uint64]bool // delivered seqs per room
+	ended    bool                       // the server ended the open stream: reconnect
 	lastNode int
 	msgs     int
 	ops      int
-}
-
-type roomSeqKey struct {
-	room string
-	seq  uint64
 }
 
 type cstream struct {
@@ -66,8 +58,7 @@ type cstream struct {
 
 func newClient(ctx context.Context, user, secret string, nodes []string, conns []*grpc.ClientConn, rec *recorder, seed uint64) *client {
 	return &client{user: user, token: system.UserToken(secret, user), nodes: nodes, conns: conns, rec: rec, ctx: ctx,
-		r: rand.New(rand.NewPCG(seed, hashString(user))), cursors: map[string]uint64{}, got: map[string]map[uint64]bool{},
-		payloads: map[roomSeqKey][]byte{}}
+		r: rand.New(rand.NewPCG(seed, hashString(user))), cursors: map[string]uint64{}, got: map[string]map[uint64]bool{}}
 }
 
 func hashString(s string) uint64 {
@@ -91,6 +82,9 @@ func retryable(err error) bool {
 type reply struct {
 	seq       uint64
 	duplicate bool
+	// payload is the digest of the payload a send sent (its call sets it
+	// whatever the outcome: the content check compares the log with it).
+	payload uint64
 }
 
 type callFunc func(ctx context.Context, ch relaypb.ChatClient) (reply, error)
@@ -121,7 +115,7 @@ func (c *client) call(kind model.Kind, named, room, msgID, token string, node, a
 	c.ops++
 	c.mu.Unlock()
 	ev := model.Event{Kind: kind, User: named, Room: room, MsgID: msgID, OK: err == nil, Seq: r.seq, Duplicate: r.duplicate,
-		Node: c.nodes[n], Tries: tries, Invoked: inv}
+		Payload: r.payload, Node: c.nodes[n], Tries: tries, Invoked: inv}
 	if err != nil {
 		ev.Err = status.Code(err).String()
 	}
@@ -171,8 +165,9 @@ func (c *client) leave(room string, node int) model.Event {
 	})
 }
 
-// payloadOf is the payload every send of msgID carries: the content check
-// compares the room log and every delivery with it.
+// payloadOf is the payload every send of msgID carries (the content
+// check, model.CheckContent, compares the room log with the digest each
+// send recorded, and every delivery with the log).
 func payloadOf(msgID string) []byte {
 	return []byte("m:" + msgID + ":" + fmt.Sprint(hashString(msgID)))
 }
@@ -183,8 +178,9 @@ func (c *client) send(room string, node int) model.Event {
 	id := fmt.Sprintf("%s-m%d", c.user, c.msgs)
 	c.mu.Unlock()
 	return c.call(model.KindSend, c.user, room, id, c.token, node, clientAttempts, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
-		r, err := ch.Send(ctx, &relaypb.SendRequest{Room: room, User: c.user, ClientMsgId: id, Payload: payloadOf(id)})
-		return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate()}, err
+		p := payloadOf(id)
+		r, err := ch.Send(ctx, &relaypb.SendRequest{Room: room, User: c.user, ClientMsgId: id, Payload: p})
+		return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate(), payload: model.PayloadDigest(p)}, err
 	})
 }
 
@@ -285,16 +281,13 @@ func (c *client) recv(cs *cstream, stream relaypb.Chat_ConnectClient) {
 				c.got[d.Room] = map[uint64]bool{}
 			}
 			c.got[d.Room][d.Seq] = true
-			k := roomSeqKey{d.Room, d.Seq}
-			if _, seen := c.payloads[k]; !seen {
-				c.payloads[k] = d.Payload
-			}
 		}
 		c.mu.Unlock()
 		if dead {
 			continue // the client is closing it: nobody reads this
 		}
-		c.rec.record(model.Event{Kind: model.KindDeliver, User: c.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId, FromLog: d.FromLog, Node: c.nodes[cs.node]})
+		c.rec.record(model.Event{Kind: model.KindDeliver, User: c.user, Room: d.Room, Seq: d.Seq, MsgID: d.MsgId,
+			Sender: d.Sender, Payload: model.PayloadDigest(d.Payload), FromLog: d.FromLog, Node: c.nodes[cs.node]})
 	}
 }
 
