@@ -91,7 +91,12 @@ type machine struct {
 	msgs  int
 	nodes int
 	down  map[int]bool
+	// sent are the sends made so far (who, where, which id): a steal
+	// reuses one of them.
+	sent []sentMsg
 }
+
+type sentMsg struct{ user, room, id string }
 
 func runMachine(rt *rapid.T, mode system.Mode) {
 	m := newMachine(rt, mode)
@@ -118,6 +123,7 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"pause":       m.pause,
 		"slowClient":  m.slowClient,
 		"upgrade":     m.upgrade,
+		"steal":       m.steal,
 		"":            m.invariants,
 	})
 	m.finish(rt)
@@ -222,7 +228,32 @@ func (m *machine) vanish(rt *rapid.T) {
 
 func (m *machine) send(rt *rapid.T) {
 	m.msgs++
-	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSend, Room: m.room(rt), Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
+	a := sim.Action{User: m.user(rt), Kind: sim.ActSend, Room: m.room(rt), Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)}
+	m.sent = append(m.sent, sentMsg{a.User, a.Room, a.MsgID})
+	m.act(rt, a)
+}
+
+// steal makes a user send another user's message id, one already sent,
+// with its own credential and payload: in the room it was sent to
+// (where the stealer may or may not be a member) or, sometimes, the
+// other room. A member's steal is its own new message, a non-member's is
+// refused (content-integrity, no-loss, exactly-once judge it).
+func (m *machine) steal(rt *rapid.T) {
+	if len(m.sent) == 0 {
+		rt.Skip("nothing sent yet")
+	}
+	v := rapid.SampledFrom(m.sent).Draw(rt, "victim")
+	var others []string
+	for _, u := range m.users {
+		if u != v.user {
+			others = append(others, u)
+		}
+	}
+	room := v.room
+	if rapid.IntRange(0, 3).Draw(rt, "other-room") == 0 {
+		room = m.room(rt)
+	}
+	m.act(rt, sim.Action{User: rapid.SampledFrom(others).Draw(rt, "stealer"), Kind: sim.ActSteal, Room: room, Node: m.node(rt), MsgID: v.id})
 }
 
 // burst makes every user send at the same instant: a dense moment where
@@ -231,6 +262,7 @@ func (m *machine) burst(rt *rapid.T) {
 	room := m.room(rt)
 	for _, u := range m.users {
 		m.msgs++
+		m.sent = append(m.sent, sentMsg{u, room, fmt.Sprintf("m%d", m.msgs)})
 		m.c.Do(sim.Action{At: m.c.Now(), User: u, Kind: sim.ActSend, Room: room, Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
 	}
 	m.c.Sched.RunFor(rapid.SampledFrom([]time.Duration{0, 5 * time.Millisecond, time.Second}).Draw(rt, "then"))

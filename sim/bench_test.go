@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -140,4 +141,29 @@ func heapSampler() (base uint64, stop func() uint64) {
 		wg.Wait()
 		return peak
 	}
+}
+
+// BenchmarkChecks measures what the oracle costs on one history: the
+// default run (seed 0x2a, bulk) is simulated once, then content-integrity
+// alone and every single-history check (model.Check) are timed on it.
+// The figure a run pays for content-integrity is the first over the
+// second, plus the digests the run records (hashing each payload sent or
+// delivered, counted in BenchmarkDefaultRun).
+func BenchmarkChecks(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Seed, cfg.Mode = 0x2a, system.ModeBulk
+	h := BenchRun(b, cfg).History
+	b.ReportMetric(float64(h.Deliveries.Len()), "deliveries")
+	b.Run("content-integrity", func(b *testing.B) {
+		for b.Loop() {
+			if vs := model.CheckContent(h); len(vs) > 0 {
+				b.Fatalf("%v", vs[0])
+			}
+		}
+	})
+	b.Run("all", func(b *testing.B) {
+		for b.Loop() {
+			model.Check(h)
+		}
+	})
 }
