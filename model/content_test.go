@@ -1,6 +1,7 @@
 package model
 
 import (
+	"hash/fnv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -123,4 +124,7 @@ func TestPayloadDigest(t *testing.T) {
 	assert.NotEqual(t, PayloadDigest([]byte("m:a")), PayloadDigest([]byte("m:b")))
 	assert.Equal(t, PayloadDigest([]byte("m:a")), PayloadDigest([]byte("m:a")))
 	assert.NotZero(t, PayloadDigest(nil))
+	f := fnv.New64a()
+	_, _ = f.Write([]byte("m:u1-m7"))
+	assert.Equal(t, f.Sum64(), PayloadDigest([]byte("m:u1-m7")), "FNV-1a 64")
 }

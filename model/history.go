@@ -13,10 +13,7 @@
 // relay's own window records are never read.
 package model
 
-import (
-	"hash/fnv"
-	"time"
-)
+import "time"
 
 // Kind names a client-visible event.
 type Kind string
@@ -304,10 +301,14 @@ func (h *History) ModeAt(node string, t time.Duration) string {
 // a payload not recorded). The histories are not adversarial: a run's few
 // thousand payloads collide with probability ~1e-12.
 func PayloadDigest(p []byte) uint64 {
-	h := fnv.New64a()
-	_, _ = h.Write(p)
-	if d := h.Sum64(); d != 0 {
-		return d
+	const offset, prime = 14695981039346656037, 1099511628211 // FNV-1a 64 (hash/fnv), without its allocation
+	d := uint64(offset)
+	for _, b := range p {
+		d ^= uint64(b)
+		d *= prime
 	}
-	return 1
+	if d == 0 {
+		return 1
+	}
+	return d
 }

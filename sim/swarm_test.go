@@ -31,6 +31,7 @@ func TestSwarmKindsHoldStill(t *testing.T) {
 		{"vanish", func(b *FaultBounds) { b.Vanishes = 0 }, func(m *FaultMix) { m.Vanishes = 0 }, []string{"vanish"}},
 		{"slow", func(b *FaultBounds) { b.SlowConsumers = 0 }, func(m *FaultMix) { m.SlowConsumers = 0 }, []string{"slow"}},
 		{"forge", func(b *FaultBounds) { b.Forgeries = 0 }, func(m *FaultMix) { m.Forgeries = 0 }, nil}, // planned apart: PlanForgeries
+		{"steal", func(b *FaultBounds) { b.Steals = 0 }, func(m *FaultMix) { m.Steals = 0 }, nil},       // planned apart: PlanSteals
 		{"network", func(b *FaultBounds) { b.Network = 0 }, func(m *FaultMix) {
 			m.DropRequest, m.DropResponse, m.Duplicate, m.Delay = 0, 0, 0, 0
 		}, nil},
