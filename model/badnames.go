@@ -31,7 +31,7 @@ func IsBadName(k Kind) bool {
 // it, so the call never leaves the client), or with an outcome the client
 // never learnt (a timeout, an unreachable node, a run that ended first);
 // and whatever its outcome it changes nothing: a malformed room has no
-// log and no delivery, a malformed send's message id is in no log entry
+// log entry and no delivery, a malformed send's message id is in no log entry
 // of its room and was delivered to nobody, a malformed join opened no
 // membership window (its user is delivered nothing of the room outside
 // the windows its real joins derive), and a malformed user is delivered
@@ -79,7 +79,7 @@ func (j *judge) badNameEffects(ev Event) []Violation {
 	var out []Violation
 	switch ev.Kind {
 	case KindBadCreate:
-		if log, ok := j.h.Final.Logs[ev.Room]; ok {
+		if log := j.h.Final.Logs[ev.Room]; len(log) > 0 {
 			out = append(out, badNameViolation(ev, 0, fmt.Sprintf("after the %s the room has a log of %d entries", badNameCall(ev), len(log))))
 		}
 	case KindBadSend:
