@@ -38,7 +38,25 @@ const (
 	// with a forged credential of form Token.
 	ActForgeSend ActionKind = "forge-send"
 	ActForgeJoin ActionKind = "forge-join"
+	// Malformed-name calls (names.go): create or join Room, or send MsgID
+	// to Room, where Room is malformed; join Room as As, or connect as
+	// As, where As is malformed; or send a malformed MsgID to Room.
+	ActBadCreate  ActionKind = "bad-create"
+	ActBadJoin    ActionKind = "bad-join"
+	ActBadJoinAs  ActionKind = "bad-join-as"
+	ActBadSend    ActionKind = "bad-send"
+	ActBadSendID  ActionKind = "bad-send-id"
+	ActBadConnect ActionKind = "bad-connect"
 )
+
+// bad reports whether k is a malformed-name call.
+func (k ActionKind) bad() bool {
+	switch k {
+	case ActBadCreate, ActBadJoin, ActBadJoinAs, ActBadSend, ActBadSendID, ActBadConnect:
+		return true
+	}
+	return false
+}
 
 // Action is one thing a simulated user does at virtual time At.
 type Action struct {
@@ -70,6 +88,16 @@ func (a Action) String() string {
 			s += " " + a.MsgID
 		}
 		s += " as " + a.As + " token=" + a.Token
+	case ActBadCreate, ActBadJoin, ActBadJoinAs, ActBadSend, ActBadSendID:
+		s += " " + strconv.Quote(a.Room)
+		if a.MsgID != "" {
+			s += " " + strconv.Quote(a.MsgID)
+		}
+		if a.As != "" {
+			s += " as " + strconv.Quote(a.As)
+		}
+	case ActBadConnect:
+		s += fmt.Sprintf(" n%d as %s", a.Node+1, strconv.Quote(a.As))
 	}
 	return s
 }
@@ -253,6 +281,23 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: a.As})
 			return reply{seq: r.GetFromSeq()}, err
 		})
+	case ActBadCreate:
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
+			_, err := ch.CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: a.Room})
+			return reply{}, err
+		})
+	case ActBadJoin, ActBadJoinAs:
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
+			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: a.named(cl.user)})
+			return reply{seq: r.GetFromSeq()}, err
+		})
+	case ActBadSend, ActBadSendID:
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
+			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: a.named(cl.user), ClientMsgId: a.MsgID, Payload: []byte("bad")})
+			return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate()}, err
+		})
+	case ActBadConnect:
+		cl.badConnect(a, n, inv)
 	case ActConnect:
 		cl.connect(a.Node, inv)
 	case ActDisconnect:
@@ -290,8 +335,9 @@ func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, 
 	for ; try <= clientAttempts; try++ {
 		node = cl.callNode(a.Node, try)
 		ctx, cancel := context.WithTimeout(cl.ctx, ClientTimeout)
-		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try),
-			system.MDUser, cl.user, system.MDUserToken, cl.credential(a))
+		userKey, user := system.UserMetadata(cl.user)
+		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, opLabel(fmt.Sprintf("%s a%d", cl.user, n)), system.MDAttempt, strconv.Itoa(try),
+			userKey, user, system.MDUserToken, cl.callCredential(a))
 		r, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
 		cancel()
 		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try%d", n, try)})
@@ -317,7 +363,9 @@ func clientRetryable(err error) bool {
 }
 
 var callKinds = map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend,
-	ActForgeSend: model.KindForgedSend, ActForgeJoin: model.KindForgedJoin}
+	ActForgeSend: model.KindForgedSend, ActForgeJoin: model.KindForgedJoin,
+	ActBadCreate: model.KindBadCreate, ActBadJoin: model.KindBadJoin, ActBadJoinAs: model.KindBadJoin, ActBadSend: model.KindBadSend,
+	ActBadSendID: model.KindBadSend, ActBadConnect: model.KindBadConnect}
 
 // setPending notes the call in flight, so that a check taken before it
 // returns treats its outcome as unknown.
@@ -409,7 +457,8 @@ func (cl *Client) connect(node int, inv invocation) {
 	id := c.nodes[node].id
 	cc := c.clientConn(id, tag)
 	ctx, cancel := context.WithCancel(cl.ctx)
-	ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s #%d", cl.user, gen), system.MDUser, cl.user, system.MDUserToken, cl.token)
+	userKey, user := system.UserMetadata(cl.user)
+	ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, opLabel(fmt.Sprintf("%s #%d", cl.user, gen)), userKey, user, system.MDUserToken, cl.token)
 	stream, err := relaypb.NewChatClient(cc).Connect(ctx, &relaypb.ConnectRequest{User: cl.user, Cursors: cursors})
 	if err == nil {
 		// Wait until the node registered the session (its header), so a

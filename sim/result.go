@@ -26,6 +26,8 @@ type Result struct {
 	// Live and FromLog count the deliveries pushed live and those replayed
 	// or gap-filled from the room log.
 	Live, FromLog int
+	// Coverage counts how often the run met the widened world.
+	Coverage Coverage
 	// Busy is the work booked per resource (CPU model only).
 	Busy []ResourceBusy
 	// MaxWait is the longest any op waited for a core (CPU model only);
