@@ -31,6 +31,7 @@ func TestCheckBadNamesRefused(t *testing.T) {
 			bad(10, KindBadSend, "u1", "r1", "m\n2", "InvalidArgument", 0),
 			bad(12, KindBadSend, "u1", "caf\xe9", "m3", "Internal", 0),
 			bad(14, KindBadConnect, "u\u3000", "", "", "InvalidArgument", 0),
+			bad(16, KindBadConnect, "", "", "", "Unauthenticated", 0),
 		}, nil},
 		{"unknown outcomes are allowed", logOf("m1"), []Event{
 			bad(4, KindBadSend, "u1", "r1", "m\x7f", "DeadlineExceeded", 0),
@@ -43,10 +44,12 @@ func TestCheckBadNamesRefused(t *testing.T) {
 		}},
 		{"refused for another reason", logOf("m1"), []Event{
 			bad(4, KindBadJoin, "u1", "r\x01", "", "NotFound", 0),
-			bad(6, KindBadSend, "u1", "r1", "m\n", "Internal", 0), // valid UTF-8: no excuse
+			bad(6, KindBadSend, "u1", "r1", "m\n", "Internal", 0),        // valid UTF-8: no excuse
+			bad(8, KindBadSend, "u1", "r1", "m\n", "Unauthenticated", 0), // a user to authenticate
 		}, []Violation{
 			{Property: PropBadNames, User: q("u1"), Room: `"r\x01"`, TraceLines: []int{4}},
 			{Property: PropBadNames, User: q("u1"), Room: q("r1"), TraceLines: []int{6}},
+			{Property: PropBadNames, User: q("u1"), Room: q("r1"), TraceLines: []int{8}},
 		}},
 		{"timed out, but appended and delivered", []LogEntry{{Seq: 1, MsgID: "m\x01", Sender: "u1"}}, []Event{
 			bad(4, KindBadSend, "u1", "r1", "m\x01", "DeadlineExceeded", 0),

@@ -102,10 +102,10 @@ func (a Action) String() string {
 	return s
 }
 
-// named is the user a call's request names: a forged call's As, else the
-// client's own user.
+// named is the user a call's request names: a forged call's As (or a
+// malformed-name call's, even empty), else the client's own user.
 func (a Action) named(user string) string {
-	if a.As != "" {
+	if a.As != "" || a.Kind == ActBadJoinAs || a.Kind == ActBadConnect {
 		return a.As
 	}
 	return user

@@ -197,7 +197,7 @@ func opLabel(s string) string {
 // credential (the harness holds the secret), so that only the name can be
 // what refuses it; any other call's is credential's.
 func (cl *Client) callCredential(a Action) string {
-	if a.Kind.bad() && a.As != "" {
+	if a.Kind == ActBadJoinAs || a.Kind == ActBadConnect {
 		return system.UserToken(cl.c.userSecret, a.As)
 	}
 	return cl.credential(a)
