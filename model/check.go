@@ -16,6 +16,7 @@ func Check(h *History) []Violation {
 		CheckNoPanics,
 		CheckForgedRejected,
 		CheckContent,
+		CheckBadNamesRefused,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -28,14 +29,14 @@ func Check(h *History) []Violation {
 // run, not only after the drain: nothing stray, per-room order, no acked
 // send lost, windows consistent with real time, streams matching sessions,
 // workers and goroutines within bounds at every sample, no panics, forged
-// calls rejected, content as sent. Calls
+// calls and malformed names rejected, content as sent. Calls
 // still in flight must be in h as events with Err "Pending" (their outcome
 // is unknown). Dispatch task counts, exactly-once and timely delivery are
 // judged after the drain only: a dispatch's tasks may still be queued.
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused,
 	} {
 		out = append(out, c(h)...)
 	}

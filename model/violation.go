@@ -23,12 +23,13 @@ const (
 	PropPanics          = "no-task-panics"
 	PropForged          = "forged-rejected"
 	PropContent         = "content-integrity"
+	PropBadNames        = "bad-names-refused"
 )
 
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it

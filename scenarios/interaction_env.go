@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -224,8 +227,22 @@ func (e *Env) news() string {
 	return b.String()
 }
 
+// shown is a name as a story prints it: as it is when every rune is a
+// visible letter, digit, mark, punctuation or symbol, else Go-quoted (as
+// a command spells it: a control character, a space of any script or
+// invalid UTF-8 would be unreadable in the file).
+func shown(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsGraphic(r) || unicode.IsSpace(r) || r == '"' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
 // renderEvent is one client-visible event as a story line ("" to skip).
 func renderEvent(ev model.Event) string {
+	ev.User, ev.Room, ev.MsgID = shown(ev.User), shown(ev.Room), shown(ev.MsgID)
 	failed := func(what string) string { return fmt.Sprintf("%s: %s failed: %s", ev.User, what, ev.Err) }
 	switch ev.Kind {
 	case model.KindCreateRoom:

@@ -50,17 +50,34 @@ func (a *args) fail(format string, v ...any) {
 
 func (a *args) has(key string) bool { _, ok := a.m[key]; return ok }
 
-// list returns key's values: "a,b" and "(a,b)" both give [a b].
+// list returns key's values: "a,b" and "(a,b)" both give [a b]. Each
+// may be Go-quoted (unquote).
 func (a *args) list(key string) []string {
 	var out []string
 	for _, v := range a.m[key] {
 		for _, s := range strings.Split(v, ",") {
 			if s = strings.TrimSpace(s); s != "" {
-				out = append(out, s)
+				out = append(out, a.unquote(key, s))
 			}
 		}
 	}
 	return out
+}
+
+// unquote reads a value: as it is (any UTF-8 but a space, '=' before the
+// value, ',' in a list, or a leading '('), or Go-quoted when it starts
+// with '"', for a name no bare word can spell: "caf\xe9" (invalid UTF-8),
+// "a\x01b", "a\u3000b", "" (empty).
+func (a *args) unquote(key, v string) string {
+	if !strings.HasPrefix(v, `"`) {
+		return v
+	}
+	u, err := strconv.Unquote(v)
+	if err != nil {
+		a.fail("%s=%s is not a Go-quoted string", key, v)
+		return ""
+	}
+	return u
 }
 
 // str returns key's single value; required keys must be present.
@@ -76,7 +93,7 @@ func (a *args) str(key string, required bool) string {
 		a.fail("%s= wants one value, got %q", key, strings.Join(vs, ","))
 		return ""
 	}
-	return vs[0]
+	return a.unquote(key, vs[0])
 }
 
 func (a *args) integer(key string, def int) int {

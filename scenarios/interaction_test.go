@@ -108,6 +108,7 @@ func TestScenarioErrors(t *testing.T) {
 		{"ill-typed value", "cluster nodes=2\n----\n\nrun for=5x\n----\n", `bad.txt:4: run: for=5x is not a positive duration`},
 		{"no such node", "cluster nodes=2\n----\n\ncrash node=n3\n----\n", `bad.txt:4: crash: node=n3: no such node (the cluster has n1 n2)`},
 		{"missing argument", "cluster nodes=2\n----\n\nsend user=u1 room=r1\n----\n", `bad.txt:4: send: missing argument msg=`},
+		{"ill-quoted name", "cluster nodes=2\n----\n\njoin user=ålice room=\"caf\\q\"\n----\n", `bad.txt:4: join: room="caf\q" is not a Go-quoted string`},
 		{"command before cluster", "run for=1s\n----\n", `bad.txt:1: no cluster yet`},
 		{"unknown protocol", "cluster nodes=2 versions=v1,v9\n----\n", `bad.txt:1: cluster: versions=: unknown relay protocol "v9"`},
 	}

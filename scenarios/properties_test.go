@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
 	"os"
 	"strconv"
 	"strings"
@@ -124,6 +125,7 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"slowClient":  m.slowClient,
 		"upgrade":     m.upgrade,
 		"steal":       m.steal,
+		"badName":     m.badName,
 		"":            m.invariants,
 	})
 	m.finish(rt)
@@ -147,6 +149,13 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 		m.users = append(m.users, fmt.Sprintf("u%d", i))
 	}
 	m.rooms = []string{"r1", "r2"}
+	// Names in other scripts, some of the longest allowed length, in about
+	// half the cases: they must relay live like any other.
+	if rapid.Bool().Draw(rt, "wide-names") {
+		r := rand.New(rand.NewPCG(rapid.Uint64().Draw(rt, "names"), 0))
+		m.users, _ = sim.WideNames(r, users)
+		m.rooms, _ = sim.WideNames(r, 2)
+	}
 	m.nodes = nodes
 	// Mixed-version clusters: mostly the latest protocol, sometimes an
 	// older build, as in the middle of a rolling upgrade.
@@ -184,7 +193,7 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 	}
 	// Everybody starts in r1 and connected somewhere: traffic from step one.
 	for _, u := range m.users {
-		c.Do(sim.Action{User: u, Kind: sim.ActJoin, Room: "r1", At: 10 * time.Millisecond})
+		c.Do(sim.Action{User: u, Kind: sim.ActJoin, Room: m.rooms[0], At: 10 * time.Millisecond})
 		c.Do(sim.Action{User: u, Kind: sim.ActConnect, Node: m.node(rt), At: 20 * time.Millisecond})
 	}
 	c.Sched.RunFor(50 * time.Millisecond)
@@ -266,6 +275,28 @@ func (m *machine) burst(rt *rapid.T) {
 		m.c.Do(sim.Action{At: m.c.Now(), User: u, Kind: sim.ActSend, Room: room, Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
 	}
 	m.c.Sched.RunFor(rapid.SampledFrom([]time.Duration{0, 5 * time.Millisecond, time.Second}).Draw(rt, "then"))
+}
+
+// badName makes a call naming a malformed name (sim.BadNames): creating,
+// joining or sending to a malformed room, joining or connecting as a
+// malformed user, or sending a malformed message id. It must be refused
+// with InvalidArgument and change nothing (model.CheckBadNamesRefused).
+func (m *machine) badName(rt *rapid.T) {
+	bad := rapid.SampledFrom(sim.BadNames).Draw(rt, "bad-name")
+	a := sim.Action{User: m.user(rt), Room: m.room(rt), Node: m.node(rt),
+		Kind: rapid.SampledFrom([]sim.ActionKind{sim.ActBadCreate, sim.ActBadJoin, sim.ActBadJoinAs, sim.ActBadSend, sim.ActBadSendID, sim.ActBadConnect}).Draw(rt, "call")}
+	switch a.Kind {
+	case sim.ActBadCreate, sim.ActBadJoin:
+		a.Room = bad
+	case sim.ActBadSend:
+		m.msgs++
+		a.Room, a.MsgID = bad, fmt.Sprintf("m%d", m.msgs)
+	case sim.ActBadSendID:
+		a.MsgID = bad
+	case sim.ActBadJoinAs, sim.ActBadConnect:
+		a.As = bad
+	}
+	m.act(rt, a)
 }
 
 func (m *machine) crash(rt *rapid.T) {

@@ -41,7 +41,25 @@ const (
 	// ActSteal sends MsgID, another user's message id, to Room with the
 	// client's own credential and payload (steal.go).
 	ActSteal ActionKind = "steal"
+	// Malformed-name calls (names.go): create or join Room, or send MsgID
+	// to Room, where Room is malformed; join Room as As, or connect as
+	// As, where As is malformed; or send a malformed MsgID to Room.
+	ActBadCreate  ActionKind = "bad-create"
+	ActBadJoin    ActionKind = "bad-join"
+	ActBadJoinAs  ActionKind = "bad-join-as"
+	ActBadSend    ActionKind = "bad-send"
+	ActBadSendID  ActionKind = "bad-send-id"
+	ActBadConnect ActionKind = "bad-connect"
 )
+
+// bad reports whether k is a malformed-name call.
+func (k ActionKind) bad() bool {
+	switch k {
+	case ActBadCreate, ActBadJoin, ActBadJoinAs, ActBadSend, ActBadSendID, ActBadConnect:
+		return true
+	}
+	return false
+}
 
 // Action is one thing a simulated user does at virtual time At.
 type Action struct {
@@ -73,14 +91,24 @@ func (a Action) String() string {
 			s += " " + a.MsgID
 		}
 		s += " as " + a.As + " token=" + a.Token
+	case ActBadCreate, ActBadJoin, ActBadJoinAs, ActBadSend, ActBadSendID:
+		s += " " + strconv.Quote(a.Room)
+		if a.MsgID != "" {
+			s += " " + strconv.Quote(a.MsgID)
+		}
+		if a.As != "" {
+			s += " as " + strconv.Quote(a.As)
+		}
+	case ActBadConnect:
+		s += fmt.Sprintf(" n%d as %s", a.Node+1, strconv.Quote(a.As))
 	}
 	return s
 }
 
-// named is the user a call's request names: a forged call's As, else the
-// client's own user.
+// named is the user a call's request names: a forged call's As (or a
+// malformed-name call's, even empty), else the client's own user.
 func (a Action) named(user string) string {
-	if a.As != "" {
+	if a.As != "" || a.Kind == ActBadJoinAs || a.Kind == ActBadConnect {
 		return a.As
 	}
 	return user
@@ -259,6 +287,23 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: a.As})
 			return reply{seq: r.GetFromSeq()}, err
 		})
+	case ActBadCreate:
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
+			_, err := ch.CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: a.Room})
+			return reply{}, err
+		})
+	case ActBadJoin, ActBadJoinAs:
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
+			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: a.named(cl.user)})
+			return reply{seq: r.GetFromSeq()}, err
+		})
+	case ActBadSend, ActBadSendID:
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
+			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: a.named(cl.user), ClientMsgId: a.MsgID, Payload: []byte("bad")})
+			return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate()}, err
+		})
+	case ActBadConnect:
+		cl.badConnect(a, n, inv)
 	case ActConnect:
 		cl.connect(a.Node, inv)
 	case ActDisconnect:
@@ -296,8 +341,9 @@ func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, 
 	for ; try <= clientAttempts; try++ {
 		node = cl.callNode(a.Node, try)
 		ctx, cancel := context.WithTimeout(cl.ctx, ClientTimeout)
-		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try),
-			system.MDUser, cl.user, system.MDUserToken, cl.credential(a))
+		userKey, user := system.UserMetadata(cl.user)
+		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, opLabel(fmt.Sprintf("%s a%d", cl.user, n)), system.MDAttempt, strconv.Itoa(try),
+			userKey, user, system.MDUserToken, cl.callCredential(a))
 		r, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
 		cancel()
 		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try%d", n, try)})
@@ -323,7 +369,9 @@ func clientRetryable(err error) bool {
 }
 
 var callKinds = map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend,
-	ActForgeSend: model.KindForgedSend, ActForgeJoin: model.KindForgedJoin, ActSteal: model.KindSend}
+	ActForgeSend: model.KindForgedSend, ActForgeJoin: model.KindForgedJoin, ActSteal: model.KindSend,
+	ActBadCreate: model.KindBadCreate, ActBadJoin: model.KindBadJoin, ActBadJoinAs: model.KindBadJoin, ActBadSend: model.KindBadSend,
+	ActBadSendID: model.KindBadSend, ActBadConnect: model.KindBadConnect}
 
 // payload is what a send carries: its own message's ("m:" and its id) or
 // a steal's (the stealer's own, steal.go).
@@ -438,7 +486,8 @@ func (cl *Client) connect(node int, inv invocation) {
 	id := c.nodes[node].id
 	cc := c.clientConn(id, tag)
 	ctx, cancel := context.WithCancel(cl.ctx)
-	ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s #%d", cl.user, gen), system.MDUser, cl.user, system.MDUserToken, cl.token)
+	userKey, user := system.UserMetadata(cl.user)
+	ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, opLabel(fmt.Sprintf("%s #%d", cl.user, gen)), userKey, user, system.MDUserToken, cl.token)
 	stream, err := relaypb.NewChatClient(cc).Connect(ctx, &relaypb.ConnectRequest{User: cl.user, Cursors: cursors})
 	if err == nil {
 		// Wait until the node registered the session (its header), so a

@@ -1,11 +1,61 @@
 package sim
 
-// Coverage counts how often a run's wider world showed up: what the
-// generator drew that the suite did not use to, as the run met it.
+import (
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/system"
+)
+
+// Coverage counts how often a run met the parts of the world the suite
+// widened into (issue 18), so that a sweep can say how often each showed
+// up. It is filled from the run's history after the run, from outside the
+// relay.
 type Coverage struct {
+	// NonASCIINames is how many distinct room and user names outside
+	// ASCII the run's real calls used (malformed names not counted), and
+	// MaxLengthNames how many of those were the longest allowed
+	// (system.MaxNameLen bytes).
+	NonASCIINames, MaxLengthNames int
+	// NonASCIIDeliveries counts deliveries in rooms named outside ASCII,
+	// and NonASCIILive the live ones among them (the relay path the x-op
+	// label travels on).
+	NonASCIIDeliveries, NonASCIILive int
+	// BadNameCalls counts the calls that named a malformed name (empty,
+	// over-long, invalid UTF-8, a control character or a space).
+	BadNameCalls int
 	// Steals are sends made with another user's client message id (steal
 	// faults, steal.go); StealsAsMember of them were accepted (sequenced
 	// as the stealer's own message) and StealsRefused refused
 	// FailedPrecondition (the stealer was no member).
 	Steals, StealsAsMember, StealsRefused int
+}
+
+// countNames fills the name counters from h.
+func (cv *Coverage) countNames(h *model.History) {
+	seen := map[string]bool{}
+	note := func(kind, s string) {
+		if NonASCII(s) && !seen[kind+s] {
+			seen[kind+s] = true
+			cv.NonASCIINames++
+			if len(s) == system.MaxNameLen {
+				cv.MaxLengthNames++
+			}
+		}
+	}
+	for _, ev := range h.Events {
+		switch {
+		case model.IsBadName(ev.Kind):
+			cv.BadNameCalls++
+		case ev.Kind == model.KindCreateRoom, ev.Kind == model.KindJoin, ev.Kind == model.KindSend, ev.Kind == model.KindConnect:
+			note("user ", ev.User)
+			note("room ", ev.Room)
+		}
+	}
+	h.EachDelivery(func(ev model.Event) {
+		if NonASCII(ev.Room) {
+			cv.NonASCIIDeliveries++
+			if !ev.FromLog {
+				cv.NonASCIILive++
+			}
+		}
+	})
 }

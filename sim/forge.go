@@ -121,7 +121,7 @@ func roomsOf(as []Action) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, a := range as {
-		if a.Room != "" && !seen[a.Room] {
+		if a.Room != "" && !seen[a.Room] && !a.Kind.bad() {
 			seen[a.Room] = true
 			out = append(out, a.Room)
 		}

@@ -145,6 +145,7 @@ func (res *Result) finish(c *Cluster, id string) {
 	}
 	res.Violations = model.Check(hist)
 	res.Live, res.FromLog = model.DeliveryCounts(hist)
+	res.Coverage.countNames(hist)
 	if len(final.LeftoverGoroutines) > 0 && res.Config.OnLeftovers != nil {
 		// synctest is about to fail the bubble with a dump of every
 		// goroutine; give the caller the readable report first.

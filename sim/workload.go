@@ -25,6 +25,9 @@ type WorkloadConfig struct {
 	// connections (reconnects, going offline), so no join or leave is
 	// concurrent with a send (the mode-equivalence workload, DESIGN §4).
 	Calm bool
+	// Names is the alphabet of room and user names (NamesDrawn: each
+	// seed draws ASCII or wide).
+	Names NameStyle
 }
 
 // Workload is a generated sequence of client actions.
@@ -35,11 +38,23 @@ type Workload struct {
 }
 
 // Generate draws a workload from seed: set-up (rooms created, users join
-// rooms and connect), then sends and churn until Duration.
+// rooms and connect), then sends and churn until Duration, and a few calls
+// naming malformed names (planBadNames). The names' alphabet and the
+// malformed calls are drawn from sub-seeds of their own, so they move no
+// other draw.
 func Generate(seed Seed, w WorkloadConfig) Workload {
 	r := seed.Rand()
-	g := &gen{r: r, w: w, member: map[string]map[string]bool{}, msgs: map[string]int{}}
+	g := &gen{r: r, w: w, member: map[string]map[string]bool{}, msgs: map[string]int{}, tag: map[string]string{}}
 	wl := Workload{Users: names("u", w.Users), Rooms: names("r", w.Rooms)}
+	tags := wl.Users
+	if w.Names.wide(seed) {
+		nr := seed.Derive("names").Derive("wide").Rand()
+		wl.Users, tags = WideNames(nr, w.Users)
+		wl.Rooms, _ = WideNames(nr, w.Rooms)
+	}
+	for i, u := range wl.Users {
+		g.tag[u] = tags[i]
+	}
 	g.wl = &wl
 	for _, room := range wl.Rooms {
 		g.add(Action{At: 0, User: wl.Users[0], Kind: ActCreate, Room: room})
@@ -61,6 +76,7 @@ func Generate(seed Seed, w WorkloadConfig) Workload {
 			g.churn(t)
 		}
 	}
+	wl.Actions = append(wl.Actions, planBadNames(seed, wl.Users, wl.Rooms, w.Nodes, start, w.Duration)...)
 	sort.SliceStable(wl.Actions, func(i, j int) bool { return wl.Actions[i].At < wl.Actions[j].At })
 	return wl
 }
@@ -71,6 +87,9 @@ type gen struct {
 	wl     *Workload
 	member map[string]map[string]bool
 	msgs   map[string]int
+	// tag is each user's short form, for message ids (a user's name may
+	// be as long as a message id may be).
+	tag map[string]string
 }
 
 func (g *gen) add(a Action) { g.wl.Actions = append(g.wl.Actions, a) }
@@ -93,7 +112,7 @@ func (g *gen) send(t time.Duration) {
 	}
 	g.msgs[u]++
 	room := rooms[g.r.IntN(len(rooms))]
-	g.add(Action{At: t, User: u, Kind: ActSend, Room: room, MsgID: fmt.Sprintf("%s-m%d", u, g.msgs[u]), Node: g.r.IntN(g.w.Nodes)})
+	g.add(Action{At: t, User: u, Kind: ActSend, Room: room, MsgID: fmt.Sprintf("%s-m%d", g.tag[u], g.msgs[u]), Node: g.r.IntN(g.w.Nodes)})
 }
 
 func (g *gen) churn(t time.Duration) {

@@ -26,7 +26,24 @@ const (
 	// (CreateRoom). A request that names a user (Connect, Send, Join,
 	// Leave) is authenticated for that user, whatever MDUser says.
 	MDUser = "x-user"
+	// MDUserBin is MDUser's binary form, for a user named outside
+	// printable ASCII: gRPC refuses such a plain metadata value
+	// client-side (Internal), and carries a "-bin" value as raw bytes
+	// (base64 on the wire). MDUser wins when a call sets both.
+	MDUserBin = "x-user-bin"
 )
+
+// UserMetadata is the metadata key and value that name user for a call
+// whose request names none: MDUser when the name is printable ASCII,
+// else MDUserBin.
+func UserMetadata(user string) (key, value string) {
+	for i := 0; i < len(user); i++ {
+		if user[i] < 0x20 || user[i] >= 0x7f {
+			return MDUserBin, user
+		}
+	}
+	return MDUser, user
+}
 
 // UserToken returns user's credential under the operator's secret: the
 // lower-case hex HMAC-SHA256 of the user id keyed with the secret, as
@@ -95,12 +112,15 @@ func (n *Node) checkUser(ctx context.Context, method string, req any) error {
 }
 
 // requestUser is the user a call acts for: the one its request names, or
-// else the MDUser metadata.
+// else the MDUser (or MDUserBin) metadata.
 func requestUser(md metadata.MD, req any) string {
 	if r, ok := req.(interface{ GetUser() string }); ok {
 		return r.GetUser()
 	}
 	if u := md.Get(MDUser); len(u) == 1 {
+		return u[0]
+	}
+	if u := md.Get(MDUserBin); len(u) == 1 {
 		return u[0]
 	}
 	return ""

@@ -2,6 +2,7 @@ package system
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"testing/synctest"
 
@@ -151,4 +152,31 @@ func authCluster(t *testing.T) (*testCluster, relaypb.ChatClient) {
 	c.settle()
 	require.Equal(t, []uint64{1}, bob.seqs("r"))
 	return c, ch
+}
+
+// TestNonASCIIUserCreatesRoom: a user named outside printable ASCII
+// authenticates a call whose request names no user (CreateRoom) through
+// MDUserBin, since gRPC refuses the name as a plain MDUser value
+// client-side; the credential is judged for the decoded name.
+func TestNonASCIIUserCreatesRoom(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, ch := authCluster(t)
+		for i, user := range []string{"ålice", "部屋の主", longestName} {
+			key, _ := UserMetadata(user)
+			require.Equal(t, MDUserBin, key, user)
+			ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs(MDUserBin, user, MDUserToken, UserToken(testUserSecret, user)))
+			_, err := ch.CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: fmt.Sprintf("r-%d", i)})
+			require.NoError(t, err, user)
+
+			wrong := metadata.NewOutgoingContext(context.Background(), metadata.Pairs(MDUserBin, user, MDUserToken, UserToken(testUserSecret, "alice")))
+			_, err = ch.CreateRoom(wrong, &relaypb.CreateRoomRequest{Room: "r-x"})
+			assert.Equal(t, codes.Unauthenticated, status.Code(err), "%s with alice's credential", user)
+
+			raw := metadata.NewOutgoingContext(context.Background(), metadata.Pairs(MDUser, user, MDUserToken, UserToken(testUserSecret, user)))
+			_, err = ch.CreateRoom(raw, &relaypb.CreateRoomRequest{Room: "r-y"})
+			assert.Equal(t, codes.Internal, status.Code(err), "gRPC refuses a non-ASCII plain metadata value client-side")
+		}
+		key, _ := UserMetadata("alice")
+		assert.Equal(t, MDUser, key)
+	})
 }

@@ -289,7 +289,10 @@ func dirStatus(err error) error {
 	return status.Errorf(codes.Unavailable, "directory: %v", err)
 }
 
-const maxNameLen = 128
+// MaxNameLen is the longest room, user or message-id name, in bytes.
+const MaxNameLen = 128
+
+const maxNameLen = MaxNameLen
 
 // validName is the rule for room, user and message-id names: 1 to
 // maxNameLen bytes of valid UTF-8, without a control character, a space of

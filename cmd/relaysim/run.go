@@ -29,6 +29,7 @@ type runFlags struct {
 	limit     int
 	versions  string
 	upgrade   string
+	names     string
 	cpuprof   string
 	memprof   string
 	history   string
@@ -69,6 +70,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.IntVar(&f.bound, "bound", 2, "exhaustive scheduler: most preemptions per schedule")
 	fs.IntVar(&f.limit, "max-schedules", 100000, "exhaustive scheduler: stop after this many schedules")
 	fs.BoolVar(&f.faults, "faults", true, "inject faults (swarm: each seed draws its own mix)")
+	fs.StringVar(&f.names, "names", "drawn", "room and user names: drawn (each seed draws ascii or wide from its own sub-seed), ascii or wide (other scripts, some at the longest allowed length)")
 	fs.BoolVar(&c.Calm, "calm", false, "the mode-equivalence variant: membership still once traffic starts, no faults")
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
 	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
@@ -107,6 +109,9 @@ func (f *runFlags) parse(args []string) error {
 		if f.cfg.Upgrade, err = sim.ParseUpgrade(f.upgrade); err != nil {
 			return fmt.Errorf("-upgrade: %w", err)
 		}
+	}
+	if f.cfg.Names, err = sim.ParseNameStyle(f.names); err != nil {
+		return fmt.Errorf("-names: %w", err)
 	}
 	f.cfg.Scheduler = f.scheduler
 	if !f.faults || f.cfg.Calm {

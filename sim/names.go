@@ -1,0 +1,231 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/system"
+	"github.com/relaysim/relaysim/system/relaypb"
+)
+
+// NameStyle is the alphabet of a run's room and user names (a swarm
+// knob): every valid name relays live like any other, whatever its script
+// and up to the longest allowed name (docs/protocol-rules.md).
+type NameStyle string
+
+const (
+	// NamesDrawn: each seed draws ASCII or wide, evenly, from a sub-seed
+	// of its own ("names"), so that half the seeds run non-ASCII names and
+	// no other draw moves.
+	NamesDrawn NameStyle = ""
+	// NamesASCII: u01, r01, as before.
+	NamesASCII NameStyle = "ascii"
+	// NamesWide: letters of other scripts (accented Latin, Cyrillic,
+	// Greek, CJK, Hangul, emoji), some names at the maximum length.
+	NamesWide NameStyle = "wide"
+)
+
+// ParseNameStyle reads a NameStyle ("" or "drawn", "ascii", "wide").
+func ParseNameStyle(s string) (NameStyle, error) {
+	switch s {
+	case "", "drawn":
+		return NamesDrawn, nil
+	case string(NamesASCII), string(NamesWide):
+		return NameStyle(s), nil
+	}
+	return "", fmt.Errorf("unknown name style %q (want drawn, ascii or wide)", s)
+}
+
+// wide reports whether names are wide under seed's draw.
+func (s NameStyle) wide(seed Seed) bool {
+	switch s {
+	case NamesASCII:
+		return false
+	case NamesWide:
+		return true
+	}
+	return seed.Derive("names").Rand().IntN(2) == 0
+}
+
+// wideAlphabets are the scripts wide names are drawn from: every rune a
+// letter or a symbol, none a space, control or format character.
+var wideAlphabets = [][]rune{
+	[]rune("éàüøñçåßœ"),
+	[]rune("жщыюяфэё"),
+	[]rune("αβγδλμπω"),
+	[]rune("部屋話者猫犬空海"),
+	[]rune("가나다라마바사"),
+	[]rune("🙂🚀🌊🎲🦊"),
+}
+
+// WideNames draws n unique names in other scripts: each is a short word of
+// one script followed by its zero-padded number (so no two are equal),
+// and about one in four is padded to exactly system.MaxNameLen bytes.
+// tags are the names without padding, short enough to build message ids
+// from.
+func WideNames(r *rand.Rand, n int) (names, tags []string) {
+	width := len(strconv.Itoa(n))
+	for i := range n {
+		a := wideAlphabets[r.IntN(len(wideAlphabets))]
+		var b strings.Builder
+		for range 1 + r.IntN(3) {
+			b.WriteRune(a[r.IntN(len(a))])
+		}
+		fmt.Fprintf(&b, "%0*d", width, i+1)
+		tag := b.String()
+		name := tag
+		if r.IntN(4) == 0 {
+			name = padName(tag, a)
+		}
+		names, tags = append(names, name), append(tags, tag)
+	}
+	return names, tags
+}
+
+// LongestName pads name with runes of alphabet a (then 'é' and 'z' for
+// the last bytes) to exactly system.MaxNameLen bytes.
+func padName(name string, a []rune) string {
+	var b strings.Builder
+	b.WriteString(name)
+	for i := 0; ; i++ {
+		r := a[i%len(a)]
+		if b.Len()+utf8.RuneLen(r) > system.MaxNameLen {
+			break
+		}
+		b.WriteRune(r)
+	}
+	for b.Len()+2 <= system.MaxNameLen {
+		b.WriteRune('é')
+	}
+	for b.Len() < system.MaxNameLen {
+		b.WriteByte('z')
+	}
+	return b.String()
+}
+
+// NonASCII reports whether s has a byte outside ASCII.
+func NonASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return true
+		}
+	}
+	return false
+}
+
+// BadNames are the malformed name shapes a run's adversarial name calls
+// try: each must be refused with InvalidArgument (Internal when it is not
+// valid UTF-8: protobuf refuses to marshal it) and change nothing. No
+// valid name equals one of them.
+var BadNames = []string{
+	"", // empty
+	strings.Repeat("é", system.MaxNameLen/2) + "x", // one byte over the longest
+	"bad\x01name",   // a C0 control
+	"bad\nname",     // a newline
+	"bad\x7f",       // DEL
+	"bad\u0085name", // a C1 control (NEL)
+	"bad name",      // a space
+	"bad\u00a0name", // a no-break space
+	"bad\u3000name", // an ideographic space
+	"bad:name",      // the Redis key separator
+	"caf\xe9",       // invalid UTF-8 (Latin-1 é)
+	"\xe9\x83",      // a truncated rune
+}
+
+// badCalls are the calls an adversarial name call makes.
+var badCalls = []ActionKind{ActBadCreate, ActBadJoin, ActBadJoinAs, ActBadSend, ActBadSendID, ActBadConnect}
+
+// planBadNames draws up to three malformed-name calls in [start, end),
+// from a sub-seed of their own ("bad-names"), made by users of the
+// workload against its rooms.
+func planBadNames(seed Seed, users, rooms []string, nodes int, start, end time.Duration) []Action {
+	r := seed.Derive("bad-names").Rand()
+	n := r.IntN(4)
+	if end <= start || len(users) == 0 || len(rooms) == 0 {
+		return nil
+	}
+	var out []Action
+	for i := range n {
+		at := start + time.Duration(r.Int64N(int64(end-start))).Truncate(time.Millisecond)
+		a := Action{At: at, User: users[r.IntN(len(users))], Kind: badCalls[r.IntN(len(badCalls))], Room: rooms[r.IntN(len(rooms))], Node: r.IntN(nodes)}
+		badName := BadNames[r.IntN(len(BadNames))]
+		switch a.Kind {
+		case ActBadCreate, ActBadJoin, ActBadSend:
+			a.Room = badName
+		case ActBadJoinAs, ActBadConnect:
+			a.As = badName
+		}
+		if a.Kind == ActBadSend || a.Kind == ActBadSendID {
+			a.MsgID = fmt.Sprintf("bad%d", i+1)
+			if a.Kind == ActBadSendID {
+				a.MsgID = badName
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// opLabel makes a client's operation label fit for the x-op metadata
+// value, as the relay's own labels are: every byte outside printable
+// ASCII, and '%', percent-encoded (gRPC refuses any other value
+// client-side).
+func opLabel(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c >= 0x20 && c < 0x7f && c != '%' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
+}
+
+// callCredential is the user credential a unary call carries: a
+// malformed-name call naming another user carries that user's own valid
+// credential (the harness holds the secret), so that only the name can be
+// what refuses it; any other call's is credential's.
+func (cl *Client) callCredential(a Action) string {
+	if a.Kind == ActBadJoinAs || a.Kind == ActBadConnect {
+		return system.UserToken(cl.c.userSecret, a.As)
+	}
+	return cl.credential(a)
+}
+
+// badConnect opens a delivery stream as a.As (a malformed user, with its
+// valid credential) on a.Node once, and records the outcome: refused, or
+// accepted (the node sent its session header).
+func (cl *Client) badConnect(a Action, n int, inv invocation) {
+	c := cl.c
+	cl.setPending(a, inv)
+	node := a.Node % len(c.nodes)
+	cc := c.clientConn(c.nodes[node].id, fmt.Sprintf("%s/bad%d", cl.user, n))
+	ctx, cancel := context.WithTimeout(cl.ctx, ClientTimeout)
+	ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, opLabel(fmt.Sprintf("%s a%d", cl.user, n)),
+		system.MDUserToken, system.UserToken(c.userSecret, a.As))
+	stream, err := relaypb.NewChatClient(cc).Connect(ctx, &relaypb.ConnectRequest{User: a.As})
+	if err == nil {
+		var md metadata.MD
+		if md, err = stream.Header(); err == nil && len(md.Get(system.MDSession)) == 0 {
+			_, err = stream.Recv()
+			if err == nil {
+				err = status.Error(codes.Internal, "stream without a session header")
+			}
+		}
+	}
+	cancel()
+	_ = cc.Close()
+	c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try1", n)})
+	cl.record(a, inv, node, 1, reply{}, err)
+}

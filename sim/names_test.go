@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"testing"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/relaysim/relaysim/system"
+)
+
+// validNameMirror is system's name rule as the docs state it
+// (docs/protocol-rules.md): the harness's generators are checked against
+// it, the relay's own rule by system's tests.
+func validNameMirror(s string) bool {
+	if s == "" || len(s) > system.MaxNameLen || !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if r <= ' ' || r == ':' || unicode.IsControl(r) || unicode.IsSpace(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestWideNames(t *testing.T) {
+	longest := 0
+	for seed := range Seed(50) {
+		names, tags := WideNames(seed.Rand(), 12)
+		again, _ := WideNames(seed.Rand(), 12)
+		require.Equal(t, names, again, "deterministic")
+		seen := map[string]bool{}
+		for i, n := range names {
+			assert.True(t, validNameMirror(n), "%q", n)
+			assert.True(t, NonASCII(n), "%q", n)
+			assert.False(t, seen[n], "%q twice", n)
+			seen[n] = true
+			assert.LessOrEqual(t, len(tags[i])+len("-m99999"), system.MaxNameLen, "a message id from %q fits", tags[i])
+			if len(n) == system.MaxNameLen {
+				longest++
+			}
+		}
+	}
+	assert.Greater(t, longest, 50, "about one name in four is of the longest allowed length")
+}
+
+func TestBadNamesAreMalformed(t *testing.T) {
+	for _, n := range BadNames {
+		assert.False(t, validNameMirror(n), "%q", n)
+	}
+}
+
+// TestNamesDrawn: about half the seeds draw wide names, and the names'
+// draw moves no other: the same seed's workload in either style has the
+// same actions at the same times, names aside.
+func TestNamesDrawn(t *testing.T) {
+	w := WorkloadConfig{Users: 12, Rooms: 3, Nodes: 3, Duration: 3 * time.Second, Rate: 20, Churn: 1, Tick: 50 * time.Millisecond, RoomsPerUser: 2}
+	wide := 0
+	for seed := range Seed(40) {
+		wl := Generate(seed, w)
+		if NonASCII(wl.Users[0]) {
+			wide++
+		}
+		w.Names = NamesASCII
+		ascii := Generate(seed, w)
+		w.Names = NamesWide
+		wideWl := Generate(seed, w)
+		w.Names = NamesDrawn
+		assert.Equal(t, "u01", ascii.Users[0])
+		require.Equal(t, len(ascii.Actions), len(wideWl.Actions), "seed %d", seed)
+		for i := range ascii.Actions {
+			a, b := ascii.Actions[i], wideWl.Actions[i]
+			assert.Equal(t, a.At, b.At)
+			assert.Equal(t, a.Kind, b.Kind)
+			assert.Equal(t, a.Node, b.Node)
+		}
+		for _, a := range wideWl.Actions {
+			if !a.Kind.bad() {
+				assert.True(t, validNameMirror(a.User) && (a.Room == "" || validNameMirror(a.Room)) && (a.MsgID == "" || validNameMirror(a.MsgID)), "%s", a)
+			}
+		}
+	}
+	assert.InDelta(t, 20, wide, 10, "seeds with wide names of 40")
+}
