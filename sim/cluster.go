@@ -68,7 +68,9 @@ type Cluster struct {
 	rec    *recorder
 	faults faultState
 	Stats  Stats
-	seeds  struct{ faults, cost Seed }
+	// coverage counts what the run's Coverage reports (coverage.go).
+	coverage coverage
+	seeds    struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
 	// kills are the Kill calls of crashed incarnations, closed when one
@@ -215,7 +217,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		c.cfg.Node(&cfg)
 	}
 	cfg.NodeID, cfg.Advertise, cfg.Mode, cfg.Protocol = sn.id, sn.id, c.cfg.Mode, sn.protocol
-	cfg.ClusterToken = "relaysim-cluster"
+	cfg.ClusterToken = clusterToken
 	cfg.UserSecret = c.userSecret
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor

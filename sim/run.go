@@ -59,7 +59,7 @@ func runInBubble(cfg Config, res *Result) {
 	plan := cfg.Seed.Derive("faults").Derive("plan")
 	res.Faults = PlanFaults(plan, res.Mix, cfg.Nodes, users, cfg.Tick*4, cfg.Duration)
 	res.Faults = cfg.Upgrade.plan(res.Faults, cfg.Nodes, cfg.Duration)
-	res.Faults = withForgeries(res.Faults, PlanForgeries(plan, res.Mix.Forgeries, users, roomsOf(wl.Actions), cfg.Tick*4, cfg.Duration))
+	res.Faults = withForgeries(res.Faults, PlanForgeries(plan, res.Mix.Forgeries, users, roomsOf(wl.Actions), cfg.Nodes, cfg.Tick*4, cfg.Duration))
 	header(trace, cfg, res, strategy, len(wl.Actions))
 
 	c, err := NewCluster(ClusterConfig{
