@@ -84,6 +84,16 @@ func (a Action) String() string {
 	return s
 }
 
+// xUser is the x-user metadata of a's call: the client's own user, as a
+// client sends it, but for a forged room creation, whose request names no
+// user: it claims to act for As there.
+func (cl *Client) xUser(a Action) string {
+	if a.Kind == ActForgeCreate {
+		return a.As
+	}
+	return cl.user
+}
+
 // named is the user a call's request names: a forged call's As, else the
 // client's own user.
 func (a Action) named(user string) string {
@@ -326,7 +336,7 @@ func (cl *Client) callConn(a Action, n int, inv invocation, f func(context.Conte
 		}
 		ctx, cancel := context.WithTimeout(cl.ctx, ClientTimeout)
 		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, fmt.Sprintf("%s a%d", cl.user, n), system.MDAttempt, strconv.Itoa(try),
-			system.MDUser, a.named(cl.user))
+			system.MDUser, cl.xUser(a))
 		ctx = metadata.AppendToOutgoingContext(ctx, cl.credential(a)...)
 		r, err = f(ctx, cl.unaryConn(node))
 		cancel()
