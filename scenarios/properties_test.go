@@ -118,6 +118,7 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"pause":       m.pause,
 		"slowClient":  m.slowClient,
 		"upgrade":     m.upgrade,
+		"forge":       m.forge,
 		"":            m.invariants,
 	})
 	m.finish(rt)
@@ -223,6 +224,22 @@ func (m *machine) vanish(rt *rapid.T) {
 func (m *machine) send(rt *rapid.T) {
 	m.msgs++
 	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSend, Room: m.room(rt), Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
+}
+
+// forge makes one call of a drawn Chat or Relay method with a drawn
+// credential shape (the forge fault's), from one user's client naming
+// another; forged-rejected judges it with the rest.
+func (m *machine) forge(rt *rapid.T) {
+	by, as := m.user(rt), rapid.SampledFrom(m.users).Draw(rt, "as")
+	call := rapid.SampledFrom(sim.ForgeCalls()).Draw(rt, "call")
+	shape := rapid.SampledFrom(system.CredShapes).Draw(rt, "cred")
+	m.msgs++
+	f, err := sim.NewForgery(call, m.room(rt), as, string(shape), m.msgs, m.node(rt))
+	if err != nil {
+		rt.Fatalf("forge: %v", err)
+	}
+	m.c.Forge(f, by)
+	m.c.Sched.RunFor(rapid.SampledFrom([]time.Duration{0, time.Millisecond, 300 * time.Millisecond}).Draw(rt, "then"))
 }
 
 // burst makes every user send at the same instant: a dense moment where
