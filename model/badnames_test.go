@@ -78,7 +78,7 @@ func TestCheckBadNamesRefused(t *testing.T) {
 // relay wrongly accepted, is no ack the other checkers count, and Check
 // runs CheckBadNamesRefused.
 func TestBadNameCallsAreNotRealCalls(t *testing.T) {
-	h := oneRoom(logOf("m1"), map[string][]Window{"u1": open},
+	h := oneRoom(logFrom("u1", "m1"), map[string][]Window{"u1": open},
 		snd(1, "u1", "r1", 1, "m1"), dlv(2, "u1", "r1", 1, "m1"),
 		bad(4, KindBadSend, "u1", "r1", "m\x01", "", 2),
 		bad(6, KindBadJoin, "u\x01", "r1", "", "", 1),

@@ -19,6 +19,13 @@ func forgedJoin(line int, user, room, err string, from uint64) Event {
 		Node: "n1", InvokedLine: line - 1, TraceLine: line}
 }
 
+// forged is a call of kind naming user (a relay's recipient) with a forged
+// credential of shape cred, ended at line with status err ("" accepted).
+func forged(kind Kind, line int, user, room, id, cred, err string) Event {
+	return Event{Kind: kind, User: user, Room: room, MsgID: id, OK: err == "", Err: err, Cred: cred,
+		Node: "n1", InvokedLine: line - 1, TraceLine: line}
+}
+
 func TestCheckForgedRejected(t *testing.T) {
 	two := map[string][]Window{"u1": open, "u2": open}
 	tests := []struct {
@@ -69,6 +76,37 @@ func TestCheckForgedRejected(t *testing.T) {
 			forgedJoin(4, "u2", "r1", "Unauthenticated", 0),
 			snd(5, "u1", "r1", 2, "m2"), dlv(6, "u2", "r1", 2, "m2"),
 		}, nil},
+		{"every method rejected, whatever the shape", logOf("m1"), two, []Event{
+			forged(KindForgedLeave, 4, "u2", "r1", "", "missing", "Unauthenticated"),
+			forged(KindForgedCreateRoom, 6, "u2", "r9", "", "empty", "Unauthenticated"),
+			forged(KindForgedConnect, 8, "u2", "", "", "truncated", "Unauthenticated"),
+			forged(KindForgedRelay, 10, "u2", "r1", "f1", "wrong-case", "Unauthenticated"),
+			forged(KindForgedRelayBulk, 12, "u2", "r1", "f2", "other-user", "DeadlineExceeded"),
+			forged(KindForgedRelayStream, 14, "u2", "r1", "f3", "wrong-cluster", "Unauthenticated"),
+		}, nil},
+		{"forged leave, room creation and stream accepted", logOf("m1"), two, []Event{
+			forged(KindForgedLeave, 4, "u2", "r1", "", "garbage", ""),
+			forged(KindForgedCreateRoom, 6, "u2", "r9", "", "empty", ""),
+			forged(KindForgedConnect, 8, "u2", "", "", "missing", ""),
+		}, []Violation{
+			{Property: PropForged, User: "u2", Room: "r1", TraceLines: []int{4}},
+			{Property: PropForged, User: "u2", Room: "r9", TraceLines: []int{6}},
+			{Property: PropForged, User: "u2", TraceLines: []int{8}},
+		}},
+		{"forged relay stream past authentication: an older node answered Unimplemented", logOf("m1"), two, []Event{
+			forged(KindForgedRelayStream, 4, "u2", "r1", "f1", "wrong-cluster", "Unimplemented"),
+		}, []Violation{{Property: PropForged, User: "u2", Room: "r1", TraceLines: []int{4}}}},
+		{"forged relay accepted and delivered", logOf("m1"), two, []Event{
+			forged(KindForgedRelayBulk, 4, "u2", "r1", "f1", "truncated", ""),
+			dlv(5, "u2", "r1", 7, "f1"),
+		}, []Violation{
+			{Property: PropForged, User: "u2", Room: "r1", TraceLines: []int{4}},
+			{Property: PropForged, User: "u2", Room: "r1", TraceLines: []int{4, 5}},
+		}},
+		{"forged relay stream timed out but delivered", logOf("m1"), two, []Event{
+			forged(KindForgedRelayStream, 4, "u2", "r1", "f1", "missing", "DeadlineExceeded"),
+			dlv(5, "u2", "r1", 7, "f1"),
+		}, []Violation{{Property: PropForged, User: "u2", Room: "r1", TraceLines: []int{4, 5}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,6 +123,9 @@ func TestForgedCallsAreNotRealCalls(t *testing.T) {
 		snd(1, "u1", "r1", 1, "m1"), dlv(2, "u1", "r1", 1, "m1"),
 		forgedSend(4, "u1", "r1", "f1", "", 2),
 		forgedJoin(6, "u2", "r1", "", 1),
+		forged(KindForgedLeave, 8, "u1", "r1", "", "garbage", ""),
+		forged(KindForgedConnect, 10, "u2", "", "", "garbage", ""),
+		forged(KindForgedRelayStream, 12, "u1", "r1", "f2", "garbage", ""),
 	)
 	m, vs := Memberships(h)
 	require.Empty(t, vs)
@@ -93,7 +134,7 @@ func TestForgedCallsAreNotRealCalls(t *testing.T) {
 		assert.Empty(t, check(h))
 	}
 	got := Check(h)
-	require.Len(t, got, 2)
+	require.Len(t, got, 5)
 	for _, v := range got {
 		assert.Equal(t, PropForged, v.Property, v.String())
 	}
@@ -106,4 +147,34 @@ func TestCheckForgedRejectedDetails(t *testing.T) {
 	assert.Equal(t, "a send with a forged credential for u2 was accepted (seq 2)", got[0].Detail)
 	assert.Equal(t, `the forged send "f1" is in the room log at seq 2 (sender u2)`, got[1].Detail)
 	assert.Equal(t, `the forged send "f1" was delivered to u1 (1 deliveries)`, got[2].Detail)
+
+	got = CheckForgedRejected(oneRoom(logOf("m1"), map[string][]Window{"u1": open},
+		forged(KindForgedRelayStream, 4, "u1", "r1", "f1", "wrong-cluster", "FailedPrecondition")))
+	require.Len(t, got, 1)
+	assert.Equal(t, "a relay-stream with a forged credential (wrong-cluster) for u1 was answered FailedPrecondition, not Unauthenticated: it got past authentication", got[0].Detail)
+}
+
+func TestForgedKinds(t *testing.T) {
+	for _, k := range ForgedKinds {
+		assert.True(t, k.Forged(), k)
+	}
+	for _, k := range []Kind{KindSend, KindJoin, KindConnect, KindDeliver} {
+		assert.False(t, k.Forged(), k)
+	}
+}
+
+// TestForgedEffectsReadTheDeliveryLog: the simulator records deliveries in
+// the compact delivery log, not in Events; the effects are judged there
+// too.
+func TestForgedEffectsReadTheDeliveryLog(t *testing.T) {
+	h := oneRoom(logOf("m1"), map[string][]Window{"u1": open},
+		forged(KindForgedRelay, 4, "u1", "r1", "f1", "empty", "Unauthenticated"),
+		forgedJoin(6, "u3", "r1", "Unauthenticated", 0))
+	h.Deliveries = &DeliveryLog{}
+	h.Deliveries.Add(Event{Kind: KindDeliver, User: "u1", Room: "r1", Seq: 9, MsgID: "f1", Node: "n1", TraceLine: 5, Time: 1})
+	h.Deliveries.Add(Event{Kind: KindDeliver, User: "u3", Room: "r1", Seq: 1, MsgID: "m1", Node: "n1", TraceLine: 7, Time: 2})
+	assertViolations(t, []Violation{
+		{Property: PropForged, User: "u1", Room: "r1", TraceLines: []int{4, 5}},
+		{Property: PropForged, User: "u3", Room: "r1", Seq: 1, TraceLines: []int{6, 7}},
+	}, CheckForgedRejected(h))
 }

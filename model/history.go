@@ -45,13 +45,47 @@ const (
 	// KindPanic: a node recovered a panicking executor task (Err holds the
 	// task label and the panic value).
 	KindPanic Kind = "panic"
-	// KindForgedSend and KindForgedJoin: a client made a send (MsgID) or a
-	// join of Room naming User with a credential that is not User's (a
-	// fault the simulator injects). They are kinds of their own so that no
-	// checker of real calls counts them; CheckForgedRejected judges them.
-	KindForgedSend Kind = "forged-send"
-	KindForgedJoin Kind = "forged-join"
+	// The forged kinds: a call of one Chat or Relay method made with a
+	// credential that is not the one it needs (a fault the simulator
+	// injects; Cred names its shape). A Chat call acts for User: a send of
+	// MsgID to Room, a join or leave of Room, a room's creation, a delivery
+	// stream. A Relay call is made to Node as a node would make it: a relay
+	// of a message (MsgID, of Room) to User, one at a time, in bulk or on a
+	// relay stream. They are kinds of their own so that no checker of real
+	// calls counts them; CheckForgedRejected judges them.
+	KindForgedSend        Kind = "forged-send"
+	KindForgedJoin        Kind = "forged-join"
+	KindForgedLeave       Kind = "forged-leave"
+	KindForgedCreateRoom  Kind = "forged-create-room"
+	KindForgedConnect     Kind = "forged-connect"
+	KindForgedRelay       Kind = "forged-relay"
+	KindForgedRelayBulk   Kind = "forged-relay-bulk"
+	KindForgedRelayStream Kind = "forged-relay-stream"
 )
+
+// ForgedKinds lists the forged kinds, one per Chat and Relay method.
+var ForgedKinds = []Kind{KindForgedSend, KindForgedJoin, KindForgedLeave, KindForgedCreateRoom, KindForgedConnect,
+	KindForgedRelay, KindForgedRelayBulk, KindForgedRelayStream}
+
+// Forged reports whether k is a forged call's kind.
+func (k Kind) Forged() bool {
+	for _, f := range ForgedKinds {
+		if k == f {
+			return true
+		}
+	}
+	return false
+}
+
+// carriesMsg reports whether a forged call of kind k carries a message
+// (MsgID) that must reach no room log and no one.
+func (k Kind) carriesMsg() bool {
+	switch k {
+	case KindForgedSend, KindForgedRelay, KindForgedRelayBulk, KindForgedRelayStream:
+		return true
+	}
+	return false
+}
 
 // Event is one entry of a run's history. Fields that do not apply to a kind
 // are zero. Client calls carry their invocation (Invoked, InvokedLine) and
@@ -96,6 +130,8 @@ type Event struct {
 	// TraceLine is the 1-based line of the run's trace that shows the event
 	// (0: unknown). Violations cite it as evidence.
 	TraceLine int
+	// Cred is a forged call's credential shape (see the forged kinds).
+	Cred string `json:",omitempty"`
 }
 
 // inv is the invocation instant of a call.

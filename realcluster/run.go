@@ -464,7 +464,7 @@ func (r *runner) judge() error {
 			if ev.OK {
 				r.res.SendsOK++
 			}
-		case ev.Kind == model.KindForgedSend || ev.Kind == model.KindForgedJoin:
+		case ev.Kind.Forged():
 			r.res.Faults[KindForged]++
 		}
 		if ev.Kind != model.KindDeliver && ev.Kind != model.KindDisconnect && ev.Kind != model.KindPanic {

@@ -32,6 +32,8 @@ type Env struct {
 	// allRelays tells every relay call, not only those that failed or were
 	// retried (cluster relays=all).
 	allRelays bool
+	// forged counts the forge commands run (forgedN message ids).
+	forged int
 }
 
 // NewEnv returns the environment of one file in mode.
@@ -93,6 +95,7 @@ var handlers = map[string]handler{
 	"break-stream":   {[]string{"from", "to"}, (*Env).handleBreakStream},
 	"drop-responses": {[]string{"from", "to", "for"}, (*Env).handleDropResponses},
 	"redis-outage":   {[]string{"for"}, (*Env).handleRedisOutage},
+	"forge":          {[]string{"user", "call", "as", "room", "cred", "node"}, (*Env).handleForge},
 	"run":            {[]string{"for"}, (*Env).handleRun},
 	"check":          {nil, (*Env).handleCheck},
 	"metrics":        {[]string{"node"}, (*Env).handleMetrics},
@@ -294,6 +297,19 @@ func renderEvent(ev model.Event) string {
 		return fmt.Sprintf("%s closed the session of %s", ev.Node, ev.User)
 	case model.KindPanic:
 		return fmt.Sprintf("%s task panic: %s", ev.Node, ev.Err)
+	}
+	if ev.Kind.Forged() {
+		s := fmt.Sprintf("%s: forged %s", ev.User, strings.TrimPrefix(string(ev.Kind), "forged-"))
+		for _, w := range []string{ev.Room, ev.MsgID} {
+			if w != "" {
+				s += " " + w
+			}
+		}
+		s += fmt.Sprintf(" (cred %s) to %s", ev.Cred, ev.Node)
+		if ev.OK {
+			return s + " accepted"
+		}
+		return s + " refused: " + ev.Err
 	}
 	return ""
 }

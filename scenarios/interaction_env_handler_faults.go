@@ -163,3 +163,41 @@ func (e *Env) handleBreakStream(a *args) (string, error) {
 	e.c.BreakConnections(from, to)
 	return fmt.Sprintf("connections %s -> %s broken\n", ids[from], ids[to]) + e.news(), nil
 }
+
+// handleForge makes one call with a forged credential, from user's client:
+// call= is a Chat method (send, join, leave, create-room, connect) naming
+// as= instead of user, or a Relay method (relay, relay-bulk, relay-stream)
+// relaying a forged message to as= the way a node would, to the node of
+// as='s stream (else node=, default n1); cred= is the credential's shape
+// (system.CredShapes: missing, empty, truncated, wrong-case, other-user,
+// wrong-secret, garbage, wrong-cluster). A send or relay carries the
+// message id forgedN (N counts the file's forgeries). It waits for the
+// outcome, which must be Unauthenticated; check judges the rest
+// (forged-rejected).
+//
+// Example:
+//
+//	forge user=u1 call=relay-stream as=u2 room=r1 cred=wrong-cluster
+func (e *Env) handleForge(a *args) (string, error) {
+	user, call, as, cred := a.str("user", true), a.str("call", true), a.str("as", true), a.str("cred", true)
+	room, node := a.str("room", false), a.node("node", false)
+	if a.err != nil {
+		return "", nil
+	}
+	if room == "" && call != "connect" {
+		return "", fmt.Errorf("forge: call=%s needs room=", call)
+	}
+	f, err := sim.NewForgery(call, room, as, cred, e.forged+1, node)
+	if err != nil {
+		return "", fmt.Errorf("forge: %w", err)
+	}
+	e.forged++
+	from := len(e.c.History().Events)
+	e.c.Forge(f, user)
+	if _, ok := e.await(from, actionLimit, func(ev model.Event) bool {
+		return ev.Kind.Forged() && ev.User == as && ev.Room == f.Room && ev.MsgID == f.MsgID && ev.Cred == cred
+	}); !ok {
+		return "", fmt.Errorf("forge: the forged %s had no outcome within %v of virtual time", call, actionLimit)
+	}
+	return e.news(), nil
+}

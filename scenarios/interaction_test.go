@@ -111,6 +111,10 @@ func TestScenarioErrors(t *testing.T) {
 		{"ill-quoted name", "cluster nodes=2\n----\n\njoin user=ålice room=\"caf\\q\"\n----\n", `bad.txt:4: join: room="caf\q" is not a Go-quoted string`},
 		{"command before cluster", "run for=1s\n----\n", `bad.txt:1: no cluster yet`},
 		{"unknown protocol", "cluster nodes=2 versions=v1,v9\n----\n", `bad.txt:1: cluster: versions=: unknown relay protocol "v9"`},
+		{"unknown forged call", "cluster nodes=2\n----\n\nforge user=u1 call=teleport as=u2 room=r1 cred=garbage\n----\n", `bad.txt:4: forge: unknown forged call "teleport" (calls: send, join, leave, create-room, connect, relay, relay-bulk, relay-stream)`},
+		{"unknown credential shape", "cluster nodes=2\n----\n\nforge user=u1 call=send as=u2 room=r1 cred=lucky\n----\n", `bad.txt:4: forge: unknown credential shape "lucky" (shapes: missing, empty, truncated, wrong-case, other-user, wrong-secret, garbage, wrong-cluster)`},
+		{"forge without a room", "cluster nodes=2\n----\n\nforge user=u1 call=relay as=u2 cred=empty\n----\n", `bad.txt:4: forge: call=relay needs room=`},
+		{"forge without a shape", "cluster nodes=2\n----\n\nforge user=u1 call=join as=u2 room=r1\n----\n", `bad.txt:4: forge: missing argument cred=`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

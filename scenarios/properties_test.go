@@ -126,6 +126,7 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"upgrade":     m.upgrade,
 		"steal":       m.steal,
 		"badName":     m.badName,
+		"forge":       m.forge,
 		"":            m.invariants,
 	})
 	m.finish(rt)
@@ -263,6 +264,22 @@ func (m *machine) steal(rt *rapid.T) {
 		room = m.room(rt)
 	}
 	m.act(rt, sim.Action{User: rapid.SampledFrom(others).Draw(rt, "stealer"), Kind: sim.ActSteal, Room: room, Node: m.node(rt), MsgID: v.id})
+}
+
+// forge makes one call of a drawn Chat or Relay method with a drawn
+// credential shape (the forge fault's), from one user's client naming
+// another; forged-rejected judges it with the rest.
+func (m *machine) forge(rt *rapid.T) {
+	by, as := m.user(rt), rapid.SampledFrom(m.users).Draw(rt, "as")
+	call := rapid.SampledFrom(sim.ForgeCalls()).Draw(rt, "call")
+	shape := rapid.SampledFrom(system.CredShapes).Draw(rt, "cred")
+	m.msgs++
+	f, err := sim.NewForgery(call, m.room(rt), as, string(shape), m.msgs, m.node(rt))
+	if err != nil {
+		rt.Fatalf("forge: %v", err)
+	}
+	m.c.Forge(f, by)
+	m.c.Sched.RunFor(rapid.SampledFrom([]time.Duration{0, time.Millisecond, 300 * time.Millisecond}).Draw(rt, "then"))
 }
 
 // burst makes every user send at the same instant: a dense moment where

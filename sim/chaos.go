@@ -85,7 +85,7 @@ func (c *Cluster) Inject(f Fault) {
 	case model.FaultSlow:
 		c.Do(Action{At: c.Now(), User: f.User, Kind: ActSlow, For: f.For})
 	case model.FaultForge:
-		c.doNow(f.Forge.action(c.Now(), f.User))
+		c.Forge(f.Forge, f.User)
 	case model.FaultSteal:
 		c.doNow(f.Steal.action(c.Now(), f.User))
 	}

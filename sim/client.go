@@ -34,10 +34,18 @@ const (
 	ActVanish     ActionKind = "vanish"     // stop reading without closing the stream
 	ActSend       ActionKind = "send"       // send MsgID to Room
 	ActSlow       ActionKind = "slow"       // read deliveries slowly for For
-	// Forged calls (forge.go): send MsgID to Room, or join Room, naming As
-	// with a forged credential of form Token.
-	ActForgeSend ActionKind = "forge-send"
-	ActForgeJoin ActionKind = "forge-join"
+	// Forged calls (forge.go), naming As with a forged credential of shape
+	// Token: send MsgID to Room, join or leave Room, create Room, open a
+	// delivery stream; relay MsgID of Room to As on Node as a node would,
+	// one at a time, in bulk or on a relay stream.
+	ActForgeSend        ActionKind = "forge-send"
+	ActForgeJoin        ActionKind = "forge-join"
+	ActForgeLeave       ActionKind = "forge-leave"
+	ActForgeCreate      ActionKind = "forge-create-room"
+	ActForgeConnect     ActionKind = "forge-connect"
+	ActForgeRelay       ActionKind = "forge-relay"
+	ActForgeRelayBulk   ActionKind = "forge-relay-bulk"
+	ActForgeRelayStream ActionKind = "forge-relay-stream"
 	// ActSteal sends MsgID, another user's message id, to Room with the
 	// client's own credential and payload (steal.go).
 	ActSteal ActionKind = "steal"
@@ -85,8 +93,10 @@ func (a Action) String() string {
 		s += " " + a.Room + " " + a.MsgID
 	case ActSlow:
 		s += " " + a.For.String()
-	case ActForgeSend, ActForgeJoin:
-		s += " " + a.Room
+	case ActForgeSend, ActForgeJoin, ActForgeLeave, ActForgeCreate, ActForgeConnect, ActForgeRelay, ActForgeRelayBulk, ActForgeRelayStream:
+		if a.Room != "" {
+			s += " " + a.Room
+		}
 		if a.MsgID != "" {
 			s += " " + a.MsgID
 		}
@@ -103,6 +113,16 @@ func (a Action) String() string {
 		s += fmt.Sprintf(" n%d as %s", a.Node+1, strconv.Quote(a.As))
 	}
 	return s
+}
+
+// xUser is the x-user metadata of a's call: the client's own user, as a
+// client sends it, but for a forged room creation, whose request names no
+// user: it claims to act for As there.
+func (cl *Client) xUser(a Action) string {
+	if a.Kind == ActForgeCreate {
+		return a.As
+	}
+	return cl.user
 }
 
 // named is the user a call's request names: a forged call's As (or a
@@ -287,7 +307,12 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: a.As})
 			return reply{seq: r.GetFromSeq()}, err
 		})
-	case ActBadCreate:
+	case ActForgeLeave:
+		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
+			r, err := ch.Leave(ctx, &relaypb.LeaveRequest{Room: a.Room, User: a.As})
+			return reply{seq: r.GetToSeq()}, err
+		})
+	case ActBadCreate, ActForgeCreate:
 		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
 			_, err := ch.CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: a.Room})
 			return reply{}, err
@@ -304,6 +329,8 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 		})
 	case ActBadConnect:
 		cl.badConnect(a, n, inv)
+	case ActForgeConnect, ActForgeRelay, ActForgeRelayBulk, ActForgeRelayStream:
+		cl.callConn(a, n, inv, func(ctx context.Context, cc *grpc.ClientConn) (reply, error) { return cl.forge(ctx, a, cc) })
 	case ActConnect:
 		cl.connect(a.Node, inv)
 	case ActDisconnect:
@@ -334,17 +361,31 @@ type reply struct {
 // and records its outcome with its invocation: the tries are one logical
 // call from the first invocation to the last completion.
 func (cl *Client) call(a Action, n int, inv invocation, f func(context.Context, relaypb.ChatClient) (reply, error)) {
+	cl.callConn(a, n, inv, func(ctx context.Context, cc *grpc.ClientConn) (reply, error) {
+		return f(ctx, relaypb.NewChatClient(cc))
+	})
+}
+
+// callConn is call for any method on the client's connection to a node.
+// A forged relay goes to the node its action names (the node a relay
+// would come to), not to the client's own.
+func (cl *Client) callConn(a Action, n int, inv invocation, f func(context.Context, *grpc.ClientConn) (reply, error)) {
 	var err error
 	var r reply
 	node, try := 0, 1
 	cl.setPending(a, inv)
 	for ; try <= clientAttempts; try++ {
-		node = cl.callNode(a.Node, try)
+		if relayForgery(a.Kind) {
+			node = (a.Node + try - 1) % len(cl.c.nodes)
+		} else {
+			node = cl.callNode(a.Node, try)
+		}
 		ctx, cancel := context.WithTimeout(cl.ctx, ClientTimeout)
-		userKey, user := system.UserMetadata(cl.user)
+		userKey, user := system.UserMetadata(cl.xUser(a))
 		ctx = metadata.AppendToOutgoingContext(ctx, system.MDOp, opLabel(fmt.Sprintf("%s a%d", cl.user, n)), system.MDAttempt, strconv.Itoa(try),
-			userKey, user, system.MDUserToken, cl.callCredential(a))
-		r, err = f(ctx, relaypb.NewChatClient(cl.unaryConn(node)))
+			userKey, user)
+		ctx = metadata.AppendToOutgoingContext(ctx, cl.callCredential(a)...)
+		r, err = f(ctx, cl.unaryConn(node))
 		cancel()
 		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try%d", n, try)})
 		if err == nil || !clientRetryable(err) || cl.ctx.Err() != nil {
@@ -368,10 +409,21 @@ func clientRetryable(err error) bool {
 	return false
 }
 
-var callKinds = map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend,
-	ActForgeSend: model.KindForgedSend, ActForgeJoin: model.KindForgedJoin, ActSteal: model.KindSend,
-	ActBadCreate: model.KindBadCreate, ActBadJoin: model.KindBadJoin, ActBadJoinAs: model.KindBadJoin, ActBadSend: model.KindBadSend,
-	ActBadSendID: model.KindBadSend, ActBadConnect: model.KindBadConnect}
+var callKinds = func() map[ActionKind]model.Kind {
+	m := map[ActionKind]model.Kind{ActCreate: model.KindCreateRoom, ActJoin: model.KindJoin, ActLeave: model.KindLeave, ActSend: model.KindSend,
+		ActSteal:     model.KindSend,
+		ActBadCreate: model.KindBadCreate, ActBadJoin: model.KindBadJoin, ActBadJoinAs: model.KindBadJoin, ActBadSend: model.KindBadSend,
+		ActBadSendID: model.KindBadSend, ActBadConnect: model.KindBadConnect}
+	for _, fc := range forgeCalls {
+		m[fc.action] = fc.kind
+	}
+	return m
+}()
+
+// relayForgery reports whether k is a forged call of a Relay method.
+func relayForgery(k ActionKind) bool {
+	return k == ActForgeRelay || k == ActForgeRelayBulk || k == ActForgeRelayStream
+}
 
 // payload is what a send carries: its own message's ("m:" and its id) or
 // a steal's (the stealer's own, steal.go).
@@ -410,6 +462,10 @@ func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err
 	ev := model.Event{Time: c.Now(), Kind: callKinds[a.Kind], User: a.named(cl.user), Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: r.seq,
 		Duplicate: r.duplicate, Node: c.nodes[node].id, Tries: tries, Invoked: inv.at, InvokedLine: inv.line}
 	ev.Payload, ev.Steal = cl.sent(a)
+	if fc, forged := forgeCallOf(a.Kind); forged {
+		ev.Cred = a.Token
+		c.coverage.forged(fc.name)
+	}
 	res := fmt.Sprintf("ok seq=%d", r.seq)
 	if err != nil {
 		ev.Err = status.Code(err).String()

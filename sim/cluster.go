@@ -68,8 +68,8 @@ type Cluster struct {
 	rec    *recorder
 	faults faultState
 	Stats  Stats
-	// Coverage counts what of the wider world the run met (coverage.go).
-	Coverage Coverage
+	// coverage counts what the run's Coverage reports (coverage.go).
+	coverage coverage
 	seeds    struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
@@ -217,7 +217,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		c.cfg.Node(&cfg)
 	}
 	cfg.NodeID, cfg.Advertise, cfg.Mode, cfg.Protocol = sn.id, sn.id, c.cfg.Mode, sn.protocol
-	cfg.ClusterToken = "relaysim-cluster"
+	cfg.ClusterToken = clusterToken
 	cfg.UserSecret = c.userSecret
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor

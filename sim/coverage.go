@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"maps"
+	"sync"
+
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system"
 )
@@ -27,6 +30,49 @@ type Coverage struct {
 	// as the stealer's own message) and StealsRefused refused
 	// FailedPrecondition (the stealer was no member).
 	Steals, StealsAsMember, StealsRefused int
+	// Forgeries counts the forged calls made, by method (ForgeCalls:
+	// send, join, leave, create-room, connect, relay, relay-bulk,
+	// relay-stream).
+	Forgeries map[string]int
+}
+
+// coverage is what a cluster counts for its run's Coverage while it
+// runs, from its clients' goroutines.
+type coverage struct {
+	mu  sync.Mutex
+	cov Coverage
+}
+
+// forged counts a forged call of method call.
+func (c *coverage) forged(call string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cov.Forgeries == nil {
+		c.cov.Forgeries = map[string]int{}
+	}
+	c.cov.Forgeries[call]++
+}
+
+// stole counts a steal's outcome.
+func (c *coverage) stole(ev model.Event) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cov.Steals++
+	switch {
+	case ev.OK:
+		c.cov.StealsAsMember++
+	case ev.Err == "FailedPrecondition":
+		c.cov.StealsRefused++
+	}
+}
+
+// snapshot returns a copy of the counts.
+func (c *coverage) snapshot() Coverage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.cov
+	out.Forgeries = maps.Clone(c.cov.Forgeries)
+	return out
 }
 
 // countNames fills the name counters from h.

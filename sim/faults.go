@@ -21,8 +21,9 @@ type FaultBounds struct {
 	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
 	// RedisSpikes are windows in which every Redis command is slow.
 	RedisSpikes int
-	// Forgeries are client calls made with a forged user credential
-	// (forge.go).
+	// Forgeries are calls made with a forged credential (forge.go): each
+	// is one of 8 methods with one of 8 shapes, and costs one refused
+	// call, so the bound is high enough that a run tries several pairs.
 	Forgeries int
 	// Steals are sends with another user's client message id (steal.go).
 	Steals int
@@ -30,7 +31,7 @@ type FaultBounds struct {
 
 // DefaultBounds is the runner's default.
 func DefaultBounds() FaultBounds {
-	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 2, Steals: 3}
+	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 12, Steals: 3}
 }
 
 // NoFaults turns every fault off.

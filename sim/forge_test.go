@@ -12,42 +12,52 @@ import (
 )
 
 // Forged calls are planned from a sub-seed of their own: the same seed
-// plans the same calls, and none impersonates its own caller with its own
-// credential (that would be a valid call).
+// plans the same calls, none impersonates its own caller, and every method
+// is drawn with every credential shape.
 func TestPlanForgeries(t *testing.T) {
 	users, rooms := names("u", 6), names("r", 3)
 	const start, end = 200 * time.Millisecond, 10 * time.Second
-	forms := map[string]bool{}
-	for s := range 200 {
+	pairs := map[[2]string]bool{}
+	for s := range 300 {
 		plan := Seed(s).Derive("faults").Derive("plan")
-		fs := PlanForgeries(plan, 2, users, rooms, start, end)
-		require.Equal(t, fs, PlanForgeries(plan, 2, users, rooms, start, end))
-		require.Len(t, fs, 2)
+		fs := PlanForgeries(plan, 4, users, rooms, 3, start, end)
+		require.Equal(t, fs, PlanForgeries(plan, 4, users, rooms, 3, start, end))
+		require.Len(t, fs, 4)
 		for _, f := range fs {
 			assert.Equal(t, model.FaultForge, f.Kind)
 			assert.True(t, f.At >= start && f.At < end, "at %v", f.At)
 			assert.NotEqual(t, f.User, f.Forge.As, "a forged call names another user than its caller")
-			assert.Equal(t, f.Forge.Call == "send", f.Forge.MsgID != "", "%+v", f.Forge)
-			forms[f.Forge.Token] = true
+			fc, ok := forgeCallNamed(f.Forge.Call)
+			require.True(t, ok, f.Forge.Call)
+			assert.Equal(t, fc.msg, f.Forge.MsgID != "", "%+v", f.Forge)
+			assert.Equal(t, fc.action == ActForgeConnect, f.Forge.Room == "", "%+v", f.Forge)
+			assert.True(t, f.Forge.Node >= 0 && f.Forge.Node < 3)
+			pairs[[2]string{f.Forge.Call, f.Forge.Token}] = true
 		}
 	}
-	assert.Len(t, forms, len(forgeryForms), "every credential form is drawn")
-	assert.Empty(t, PlanForgeries(Seed(1), 0, users, rooms, start, end))
-	alone := PlanForgeries(Seed(1), 50, []string{"u1"}, rooms, start, end)
-	for _, f := range alone {
-		assert.NotEqual(t, "other-user", f.Forge.Token, "alone, its own credential would be valid")
-	}
+	assert.Len(t, pairs, len(forgeCalls)*len(system.CredShapes), "every method is drawn with every shape")
+	assert.Empty(t, PlanForgeries(Seed(1), 0, users, rooms, 3, start, end))
+	_, err := NewForgery("teleport", "r", "u1", "garbage", 1, 0)
+	assert.ErrorContains(t, err, "relay-stream")
+	_, err = NewForgery("send", "r", "u1", "lucky", 1, 0)
+	assert.ErrorContains(t, err, "wrong-cluster")
 }
 
-// A forged send or join, whatever its credential, is answered
-// Unauthenticated, recorded as a forged event naming the impersonated user,
-// and changes nothing: the next real send still gets seq 1.
+// Every method with every credential shape, whatever it names, is answered
+// Unauthenticated, recorded as a forged event naming the impersonated user
+// (a relay's recipient), counted in the coverage, and changes nothing: the
+// next real send still gets seq 1 and is the only delivery.
 func TestForgedCallsAreRejected(t *testing.T) {
-	withCluster(t, system.ModeBulk, FaultMix{}, func(c *Cluster) {
+	withCluster(t, system.ModeStream, FaultMix{}, func(c *Cluster) {
 		setUp(c)
-		for i, form := range forgeryForms {
-			c.Inject(Fault{Kind: model.FaultForge, User: "u1", Forge: Forgery{Call: "send", Room: "r", As: "u2", Token: form, MsgID: "forged" + form}})
-			c.Inject(Fault{Kind: model.FaultForge, User: "u1", Forge: Forgery{Call: "join", Room: "r", As: names("x", 3)[i], Token: form}})
+		n := 0
+		for _, call := range ForgeCalls() {
+			for _, shape := range system.CredShapes {
+				n++
+				f, err := NewForgery(call, "r", "u2", string(shape), n, 0)
+				require.NoError(t, err)
+				c.Forge(f, "u1")
+			}
 		}
 		c.Sched.RunFor(time.Second)
 		send(c, "u2", "m1")
@@ -55,19 +65,27 @@ func TestForgedCallsAreRejected(t *testing.T) {
 
 		h, err := c.Snapshot()
 		require.NoError(t, err)
-		forged := 0
+		forged := map[model.Kind]int{}
 		for _, ev := range h.Events {
-			switch ev.Kind {
-			case model.KindForgedSend, model.KindForgedJoin:
-				forged++
+			switch {
+			case ev.Kind.Forged():
+				forged[ev.Kind]++
 				assert.Equal(t, "Unauthenticated", ev.Err, "%+v", ev)
-				assert.NotEqual(t, "u1", ev.User, "the event names the impersonated user")
-			case model.KindSend:
-				assert.Equal(t, uint64(1), ev.Seq, "the forged sends sequenced nothing")
+				assert.Equal(t, "u2", ev.User, "the event names the impersonated user")
+				assert.NotEmpty(t, ev.Cred)
+			case ev.Kind == model.KindSend:
+				assert.Equal(t, uint64(1), ev.Seq, "the forged calls sequenced nothing")
 			}
 		}
-		assert.Equal(t, 2*len(forgeryForms), forged)
+		for _, k := range model.ForgedKinds {
+			assert.Equal(t, len(system.CredShapes), forged[k], k)
+		}
+		h.EachDelivery(func(d model.Event) { assert.Equal(t, "m1", d.MsgID, "only the real message is delivered") })
 		assert.Empty(t, model.Check(h))
-		assert.Len(t, traceLines(c, "err=Unauthenticated"), 2*len(forgeryForms))
+		assert.Len(t, traceLines(c, "err=Unauthenticated"), n)
+		cov := c.coverage.snapshot()
+		for _, call := range ForgeCalls() {
+			assert.Equal(t, len(system.CredShapes), cov.Forgeries[call], call)
+		}
 	})
 }

@@ -196,9 +196,9 @@ func opLabel(s string) string {
 // malformed-name call naming another user carries that user's own valid
 // credential (the harness holds the secret), so that only the name can be
 // what refuses it; any other call's is credential's.
-func (cl *Client) callCredential(a Action) string {
+func (cl *Client) callCredential(a Action) []string {
 	if a.Kind == ActBadJoinAs || a.Kind == ActBadConnect {
-		return system.UserToken(cl.c.userSecret, a.As)
+		return []string{system.MDUserToken, system.UserToken(cl.c.userSecret, a.As)}
 	}
 	return cl.credential(a)
 }

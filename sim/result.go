@@ -18,13 +18,14 @@ type Result struct {
 	TraceHash  string
 	Trace      *Trace
 	Stats      Stats
-	Virtual    time.Duration
-	Wall       time.Duration
-	Steps      int
-	Delays     int
-	Peaks      []int
-	// Coverage counts what of the wider world the run met.
+	// Coverage says how often the run showed what the coverage line
+	// reports (coverage.go).
 	Coverage Coverage
+	Virtual  time.Duration
+	Wall     time.Duration
+	Steps    int
+	Delays   int
+	Peaks    []int
 	// Live and FromLog count the deliveries pushed live and those replayed
 	// or gap-filled from the room log.
 	Live, FromLog int

@@ -59,7 +59,7 @@ func runInBubble(cfg Config, res *Result) {
 	plan := cfg.Seed.Derive("faults").Derive("plan")
 	res.Faults = PlanFaults(plan, res.Mix, cfg.Nodes, users, cfg.Tick*4, cfg.Duration)
 	res.Faults = cfg.Upgrade.plan(res.Faults, cfg.Nodes, cfg.Duration)
-	res.Faults = withForgeries(res.Faults, PlanForgeries(plan, res.Mix.Forgeries, users, roomsOf(wl.Actions), cfg.Tick*4, cfg.Duration))
+	res.Faults = withForgeries(res.Faults, PlanForgeries(plan, res.Mix.Forgeries, users, roomsOf(wl.Actions), cfg.Nodes, cfg.Tick*4, cfg.Duration))
 	res.Faults = withForgeries(res.Faults, PlanSteals(plan, res.Mix.Steals, wl.Actions, cfg.Nodes, cfg.Tick*4, cfg.Duration))
 	header(trace, cfg, res, strategy, len(wl.Actions))
 
@@ -104,7 +104,7 @@ func (res *Result) finish(c *Cluster, id string) {
 	}
 	res.Peaks = c.Peaks()
 	res.Stats = c.Stats
-	res.Coverage = c.Coverage
+	res.Coverage = c.coverage.snapshot()
 	for _, k := range c.Sched.Collisions {
 		res.Err = fmt.Errorf("gate key parked twice at once (harness bug): %s", k)
 	}

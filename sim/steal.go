@@ -111,11 +111,5 @@ func (s Steal) action(at time.Duration, by string) Action {
 
 // countSteal adds a steal's outcome to the run's coverage.
 func (c *Cluster) countSteal(ev model.Event) {
-	c.Coverage.Steals++
-	switch {
-	case ev.OK:
-		c.Coverage.StealsAsMember++
-	case ev.Err == "FailedPrecondition":
-		c.Coverage.StealsRefused++
-	}
+	c.coverage.stole(ev)
 }

@@ -89,6 +89,6 @@ func TestStealsAreTheStealersOwn(t *testing.T) {
 		})
 		assert.Equal(t, 3, got, "every member got the steal as u2's message")
 		assert.Empty(t, model.Check(h))
-		assert.Equal(t, Coverage{Steals: 2, StealsAsMember: 1, StealsRefused: 1}, c.Coverage)
+		assert.Equal(t, Coverage{Steals: 2, StealsAsMember: 1, StealsRefused: 1}, c.coverage.snapshot())
 	})
 }

@@ -3,11 +3,13 @@ package system
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -35,65 +37,87 @@ func as(user, token string) context.Context {
 	return metadata.NewOutgoingContext(context.Background(), md)
 }
 
-// TestForgedUserCredentialIsRejectedWithoutSideEffects: with a user secret
-// configured, a Chat call whose credential is not the one of the user it
-// acts for fails Unauthenticated, writes nothing to Redis, registers no
-// session and delivers nothing.
-func TestForgedUserCredentialIsRejectedWithoutSideEffects(t *testing.T) {
+// TestForgedCredentialIsRejectedWithoutSideEffects: with a user secret
+// configured, a call of any Chat or Relay method, unary or streaming, whose
+// credential has one of the shapes of CredShapes (the catalogue the forge
+// fault and the fuzz targets draw from) fails Unauthenticated, writes
+// nothing to Redis, registers no session and delivers nothing.
+func TestForgedCredentialIsRejectedWithoutSideEffects(t *testing.T) {
+	forged := func() *relaypb.RelayedMessage {
+		return &relaypb.RelayedMessage{Room: "r", Seq: 2, MsgId: "forged", Sender: "alice", Payload: []byte("p"), Origin: "n9"}
+	}
 	calls := []struct {
-		name string
-		user string // the user the call acts for
-		call func(ctx context.Context, ch relaypb.ChatClient) error
+		method string
+		user   string // the user the call acts for (a relay's recipient)
+		call   func(ctx context.Context, cc *grpc.ClientConn) error
 	}{
-		{"send", "alice", func(ctx context.Context, ch relaypb.ChatClient) error {
-			_, err := ch.Send(ctx, &relaypb.SendRequest{Room: "r", User: "alice", ClientMsgId: "forged", Payload: []byte("p")})
+		{relaypb.Chat_Send_FullMethodName, "alice", func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := relaypb.NewChatClient(cc).Send(ctx, &relaypb.SendRequest{Room: "r", User: "alice", ClientMsgId: "forged", Payload: []byte("p")})
 			return err
 		}},
-		{"join", "carol", func(ctx context.Context, ch relaypb.ChatClient) error {
-			_, err := ch.Join(ctx, &relaypb.JoinRequest{Room: "r", User: "carol"})
+		{relaypb.Chat_Join_FullMethodName, "carol", func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := relaypb.NewChatClient(cc).Join(ctx, &relaypb.JoinRequest{Room: "r", User: "carol"})
 			return err
 		}},
-		{"leave", "bob", func(ctx context.Context, ch relaypb.ChatClient) error {
-			_, err := ch.Leave(ctx, &relaypb.LeaveRequest{Room: "r", User: "bob"})
+		{relaypb.Chat_Leave_FullMethodName, "bob", func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := relaypb.NewChatClient(cc).Leave(ctx, &relaypb.LeaveRequest{Room: "r", User: "bob"})
 			return err
 		}},
-		{"create room", "carol", func(ctx context.Context, ch relaypb.ChatClient) error {
-			_, err := ch.CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: "r2"})
+		{relaypb.Chat_CreateRoom_FullMethodName, "carol", func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := relaypb.NewChatClient(cc).CreateRoom(ctx, &relaypb.CreateRoomRequest{Room: "r2"})
 			return err
 		}},
-		{"connect", "carol", func(ctx context.Context, ch relaypb.ChatClient) error {
-			stream, err := ch.Connect(ctx, &relaypb.ConnectRequest{User: "carol"})
+		{relaypb.Chat_Connect_FullMethodName, "carol", func(ctx context.Context, cc *grpc.ClientConn) error {
+			stream, err := relaypb.NewChatClient(cc).Connect(ctx, &relaypb.ConnectRequest{User: "carol"})
 			if err != nil {
 				return err
 			}
 			_, err = stream.Recv()
 			return err
 		}},
+		{relaypb.Relay_RelayMessage_FullMethodName, "bob", func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := relaypb.NewRelayClient(cc).RelayMessage(ctx, &relaypb.RelayMessageRequest{Message: forged(), Recipient: "bob"})
+			return err
+		}},
+		{relaypb.Relay_RelayBulkMessage_FullMethodName, "bob", func(ctx context.Context, cc *grpc.ClientConn) error {
+			_, err := relaypb.NewRelayClient(cc).RelayBulkMessage(ctx, &relaypb.RelayBulkMessageRequest{Message: forged(), Recipients: []string{"bob"}})
+			return err
+		}},
+		{relaypb.Relay_RelayStream_FullMethodName, "bob", func(ctx context.Context, cc *grpc.ClientConn) error {
+			s, err := relaypb.NewRelayClient(cc).RelayStream(ctx)
+			if err != nil {
+				return err
+			}
+			_ = s.Send(&relaypb.RelayStreamItem{Message: forged(), Recipients: []string{"bob"}, Link: "forger", LinkSeq: 1})
+			_, err = s.CloseAndRecv()
+			return err
+		}},
 	}
-	credentials := []struct {
-		name  string
-		token func(user string) string
-	}{
-		{"missing token", func(string) string { return "" }},
-		{"token of another user", func(string) string { return UserToken(testUserSecret, "mallory") }},
-		{"malformed token", func(string) string { return "not-a-token" }},
-		{"token under another secret", func(user string) string { return UserToken("guessed", user) }},
-	}
+	creds := Credentials{UserSecret: testUserSecret, ClusterToken: testToken}
 	for _, call := range calls {
-		for _, cred := range credentials {
-			t.Run(call.name+"/"+cred.name, func(t *testing.T) {
+		for _, shape := range CredShapes {
+			method := call.method[strings.LastIndexByte(call.method, '/')+1:]
+			t.Run(method+"/"+string(shape), func(t *testing.T) {
+				kv, ok := shape.Forge(creds, call.method, call.user, "mallory")
+				require.True(t, ok, "every shape can be formed here")
 				synctest.Test(t, func(t *testing.T) {
-					c, ch := authCluster(t)
+					c, _ := authCluster(t)
+					cc := c.clientConn("n1", nil)
+					t.Cleanup(func() { _ = cc.Close() })
 					before := c.mr.Dump()
 
-					err := call.call(as(call.user, cred.token(call.user)), ch)
+					ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs(append([]string{MDUser, call.user}, kv...)...))
+					err := call.call(ctx, cc)
 					c.settle()
 
 					require.Error(t, err)
 					assert.Equal(t, codes.Unauthenticated, status.Code(err), "status of %v", err)
-					assert.Contains(t, status.Convert(err).Message(), call.user)
+					if !IsRelayMethod(call.method) {
+						assert.Contains(t, status.Convert(err).Message(), call.user)
+					}
 					assert.NotContains(t, status.Convert(err).Message(), testUserSecret, "the secret is never echoed")
 					assert.NotContains(t, status.Convert(err).Message(), UserToken(testUserSecret, call.user))
+					assert.NotContains(t, status.Convert(err).Message(), testToken, "the cluster token is never echoed")
 					assert.Equal(t, before, c.mr.Dump(), "Redis is unchanged")
 					assert.Equal(t, 1, c.node("n1").Metrics().Sessions, "no session registered")
 					assert.Equal(t, []uint64{1}, c.user("bob").seqs("r"), "nothing more is delivered")
@@ -101,6 +125,29 @@ func TestForgedUserCredentialIsRejectedWithoutSideEffects(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestCredShapesAreInvalid: every shape differs from the valid credential
+// of the call it is formed for, for both services, and says when it
+// cannot be formed.
+func TestCredShapesAreInvalid(t *testing.T) {
+	creds := Credentials{UserSecret: "s", ClusterToken: "tok"}
+	for _, m := range []string{relaypb.Chat_Send_FullMethodName, relaypb.Relay_RelayStream_FullMethodName} {
+		valid := creds.Valid(m, "alice")
+		for _, s := range CredShapes {
+			kv, ok := s.Forge(creds, m, "alice", "bob")
+			require.True(t, ok, "%s %s", m, s)
+			assert.NotEqual(t, valid, kv, "%s %s", m, s)
+			got, _ := ParseCredShape(string(s))
+			assert.Equal(t, s, got)
+		}
+	}
+	_, ok := CredOtherUser.Forge(creds, relaypb.Chat_Join_FullMethodName, "alice", "alice")
+	assert.False(t, ok, "alice's own credential is valid for alice")
+	_, ok = CredWrongCase.Forge(Credentials{ClusterToken: "1234"}, relaypb.Relay_RelayMessage_FullMethodName, "alice", "bob")
+	assert.False(t, ok, "a token without a letter has no wrong case")
+	_, ok = CredShape("nope").Forge(creds, relaypb.Chat_Send_FullMethodName, "alice", "bob")
+	assert.False(t, ok)
 }
 
 // TestValidUserCredentialIsAccepted: the same calls with the credential of

@@ -23,9 +23,9 @@ import (
 // bytes -> unmarshal -> the call. The invariants: no panic (a handler
 // panic kills the process), a status code from the documented set, and
 // nothing written to Redis by a rejected call. The credential is drawn
-// too, in the shapes of the simulator's forge fault: the named user's own,
-// another user's valid one, garbage, or one under a guessed secret; any
-// but the first must be answered Unauthenticated.
+// too, from the fuzz input (credential): the valid one, or one of the
+// shapes of CredShapes, the catalogue the simulator's forge fault draws
+// from as well; any but the valid one must be answered Unauthenticated.
 //
 // go test ./system -run '^$' -fuzz '^FuzzChatSend$' -fuzztime 10s
 
@@ -84,30 +84,38 @@ func (e *fuzzEnv) state() string {
 	return b.String()
 }
 
-// credential returns a context carrying a credential of form for a call
-// naming user, and whether that credential is forged. Only a call whose
-// request names no user (CreateRoom) names it in x-user metadata: a
-// fuzzed name need not be a valid header value, and a client cannot send
-// one.
-func credential(t testing.TB, form uint8, user string, inMD bool) (context.Context, bool) {
-	var tok string
-	forged := true
-	switch form % 4 {
-	case 0:
-		tok, forged = UserToken(fuzzSecret, user), false
-	case 1:
-		tok = UserToken(fuzzSecret, user+"x") // another user's valid credential
-	case 2:
-		tok = "not-a-credential"
-	case 3:
-		tok = UserToken("guessed-secret", user)
+// fuzzCreds are the fuzz cluster's valid credentials.
+var fuzzCreds = Credentials{UserSecret: fuzzSecret, ClusterToken: testToken}
+
+// credential returns a context carrying the credential that form draws
+// for a call to method acting for user, and whether it is forged: form 0
+// (mod the shapes + 1) is the valid credential, form i the shape
+// CredShapes[i-1] (a shape that cannot be formed for this user is the
+// valid one). Only a call whose request names no user (CreateRoom) names
+// it in x-user metadata: a fuzzed name need not be a valid header value,
+// and a client cannot send one.
+func credential(t testing.TB, form uint8, method, user string, inMD bool) (context.Context, bool) {
+	kv, forged := fuzzCreds.Valid(method, user), false
+	if i := int(form) % (len(CredShapes) + 1); i > 0 {
+		if f, ok := CredShapes[i-1].Forge(fuzzCreds, method, user, user+"x"); ok {
+			kv, forged = f, true
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	t.Cleanup(cancel)
 	if inMD {
 		ctx = metadata.AppendToOutgoingContext(ctx, MDUser, user)
 	}
-	return metadata.AppendToOutgoingContext(ctx, MDUserToken, tok), forged
+	return metadata.AppendToOutgoingContext(ctx, kv...), forged
+}
+
+// forms are the credential draws of a seed: the valid one and each shape.
+func forms() []uint8 {
+	out := make([]uint8, len(CredShapes)+1)
+	for i := range out {
+		out[i] = uint8(i)
+	}
+	return out
 }
 
 // chatCodes are the codes a Chat call may end with against a healthy
@@ -141,14 +149,15 @@ func fuzzUnary[R any, PR interface {
 	*R
 	proto.Message
 	GetUser() string
-}](f *testing.F, call string, seeds []PR, do func(context.Context, relaypb.ChatClient, PR) error) {
+}](f *testing.F, method string, seeds []PR, do func(context.Context, relaypb.ChatClient, PR) error) {
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		require.NoError(f, err)
-		for form := range uint8(4) {
+		for _, form := range forms() {
 			f.Add(b, form)
 		}
 	}
+	call := method[strings.LastIndexByte(method, '/')+1:]
 	e := newFuzzEnv(f)
 	f.Fuzz(func(t *testing.T, b []byte, form uint8) {
 		req := PR(new(R))
@@ -157,13 +166,13 @@ func fuzzUnary[R any, PR interface {
 		}
 		e.reset(t)
 		before := e.state()
-		ctx, forged := credential(t, form, req.GetUser(), false)
+		ctx, forged := credential(t, form, method, req.GetUser(), false)
 		e.judge(t, call, do(ctx, e.chat, req), chatCodes, forged, before)
 	})
 }
 
 func FuzzChatSend(f *testing.F) {
-	fuzzUnary(f, "Send", []*relaypb.SendRequest{
+	fuzzUnary(f, relaypb.Chat_Send_FullMethodName, []*relaypb.SendRequest{
 		{Room: "r", User: "alice", ClientMsgId: "m2", Payload: []byte("hi")},
 		{Room: "r", User: "alice", ClientMsgId: "m1", Payload: []byte("hello")}, // a retry
 		{Room: "r", User: "carol", ClientMsgId: "m3", Payload: []byte("hi")},    // not a member
@@ -176,7 +185,7 @@ func FuzzChatSend(f *testing.F) {
 }
 
 func FuzzChatJoin(f *testing.F) {
-	fuzzUnary(f, "Join", []*relaypb.JoinRequest{
+	fuzzUnary(f, relaypb.Chat_Join_FullMethodName, []*relaypb.JoinRequest{
 		{Room: "r", User: "carol"}, {Room: "r", User: "alice"}, {Room: "nope", User: "carol"}, {Room: "r"},
 	}, func(ctx context.Context, ch relaypb.ChatClient, r *relaypb.JoinRequest) error {
 		_, err := ch.Join(ctx, r)
@@ -185,7 +194,7 @@ func FuzzChatJoin(f *testing.F) {
 }
 
 func FuzzChatLeave(f *testing.F) {
-	fuzzUnary(f, "Leave", []*relaypb.LeaveRequest{
+	fuzzUnary(f, relaypb.Chat_Leave_FullMethodName, []*relaypb.LeaveRequest{
 		{Room: "r", User: "bob"}, {Room: "r", User: "carol"}, {Room: "nope", User: "bob"}, {User: "bob"},
 	}, func(ctx context.Context, ch relaypb.ChatClient, r *relaypb.LeaveRequest) error {
 		_, err := ch.Leave(ctx, r)
@@ -197,8 +206,9 @@ func FuzzChatCreateRoom(f *testing.F) {
 	for _, s := range []*relaypb.CreateRoomRequest{{Room: "lobby"}, {Room: "r"}, {}, {Room: "a:b"}} {
 		b, err := proto.Marshal(s)
 		require.NoError(f, err)
-		f.Add(b, uint8(0))
-		f.Add(b, uint8(2))
+		for _, form := range forms() {
+			f.Add(b, form)
+		}
 	}
 	e := newFuzzEnv(f)
 	f.Fuzz(func(t *testing.T, b []byte, form uint8) {
@@ -208,7 +218,7 @@ func FuzzChatCreateRoom(f *testing.F) {
 		}
 		e.reset(t)
 		before := e.state()
-		ctx, forged := credential(t, form, "admin", true)
+		ctx, forged := credential(t, form, relaypb.Chat_CreateRoom_FullMethodName, "admin", true)
 		_, err := e.chat.CreateRoom(ctx, &req)
 		e.judge(t, "CreateRoom", err, chatCodes, forged, before)
 	})
@@ -227,8 +237,9 @@ func FuzzChatConnect(f *testing.F) {
 	} {
 		b, err := proto.Marshal(s)
 		require.NoError(f, err)
-		f.Add(b, uint8(0))
-		f.Add(b, uint8(1))
+		for _, form := range forms() {
+			f.Add(b, form)
+		}
 	}
 	e := newFuzzEnv(f)
 	f.Fuzz(func(t *testing.T, b []byte, form uint8) {
@@ -238,7 +249,7 @@ func FuzzChatConnect(f *testing.F) {
 		}
 		e.reset(t)
 		before := e.state()
-		ctx, forged := credential(t, form, req.GetUser(), false)
+		ctx, forged := credential(t, form, relaypb.Chat_Connect_FullMethodName, req.GetUser(), false)
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stream, err := e.chat.Connect(ctx, &req)
@@ -275,47 +286,40 @@ func (e *fuzzEnv) waitNoSessions(t *testing.T) {
 	t.Fatal("the session of a closed stream was still registered after 5 s")
 }
 
-// relayCtx carries the cluster token, or a wrong one.
-func relayCtx(t testing.TB, good bool) context.Context {
-	tok := testToken
-	if !good {
-		tok = "guessed-token"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	t.Cleanup(cancel)
-	return metadata.AppendToOutgoingContext(ctx, MDToken, tok)
-}
-
 func relayed() *relaypb.RelayedMessage {
 	return &relaypb.RelayedMessage{Room: "r", Seq: 1, MsgId: "m1", Sender: "alice", Payload: []byte("hello"), Origin: "n2"}
 }
 
 // fuzzRelayUnary is fuzzUnary for the relay's unary calls: the request's
-// bytes, and whether the call carries the cluster token.
+// bytes, and the credential's form (the cluster token, or a shape formed
+// from it; the user a relay call names is its first recipient).
 func fuzzRelayUnary[R any, PR interface {
 	*R
 	proto.Message
-}](f *testing.F, call string, seeds []PR, do func(context.Context, relaypb.RelayClient, PR) error) {
+}](f *testing.F, method string, seeds []PR, do func(context.Context, relaypb.RelayClient, PR) error) {
 	for _, s := range seeds {
 		b, err := proto.Marshal(s)
 		require.NoError(f, err)
-		f.Add(b, true)
-		f.Add(b, false)
+		for _, form := range forms() {
+			f.Add(b, form)
+		}
 	}
+	call := method[strings.LastIndexByte(method, '/')+1:]
 	e := newFuzzEnv(f)
-	f.Fuzz(func(t *testing.T, b []byte, token bool) {
+	f.Fuzz(func(t *testing.T, b []byte, form uint8) {
 		req := PR(new(R))
 		if proto.Unmarshal(b, req) != nil {
 			return
 		}
 		e.reset(t)
 		before := e.state()
-		e.judge(t, call, do(relayCtx(t, token), e.relay, req), relayCodes, !token, before)
+		ctx, forged := credential(t, form, method, "bob", false)
+		e.judge(t, call, do(ctx, e.relay, req), relayCodes, forged, before)
 	})
 }
 
 func FuzzRelayMessage(f *testing.F) {
-	fuzzRelayUnary(f, "RelayMessage", []*relaypb.RelayMessageRequest{
+	fuzzRelayUnary(f, relaypb.Relay_RelayMessage_FullMethodName, []*relaypb.RelayMessageRequest{
 		{Message: relayed(), Recipient: "bob"}, {Message: relayed(), Recipient: "bob", TargetEpoch: 99}, {Recipient: "bob"},
 	}, func(ctx context.Context, r relaypb.RelayClient, req *relaypb.RelayMessageRequest) error {
 		_, err := r.RelayMessage(ctx, req)
@@ -324,7 +328,7 @@ func FuzzRelayMessage(f *testing.F) {
 }
 
 func FuzzRelayBulkMessage(f *testing.F) {
-	fuzzRelayUnary(f, "RelayBulkMessage", []*relaypb.RelayBulkMessageRequest{
+	fuzzRelayUnary(f, relaypb.Relay_RelayBulkMessage_FullMethodName, []*relaypb.RelayBulkMessageRequest{
 		{Message: relayed(), Recipients: []string{"bob", "alice"}}, {Message: relayed()}, {Message: relayed(), Recipients: []string{""}},
 	}, func(ctx context.Context, r relaypb.RelayClient, req *relaypb.RelayBulkMessageRequest) error {
 		_, err := r.RelayBulkMessage(ctx, req)
@@ -341,12 +345,14 @@ func FuzzRelayStream(f *testing.F) {
 		require.NoError(f, err)
 		return b
 	}
-	f.Add(item(1, "bob"), item(2, "bob", "alice"), true)
-	f.Add(item(2, "bob"), item(1, "bob"), true)
-	f.Add(item(1), []byte{}, true)
-	f.Add(item(1, "bob"), item(1, "bob"), false)
+	f.Add(item(1, "bob"), item(2, "bob", "alice"), uint8(0))
+	f.Add(item(2, "bob"), item(1, "bob"), uint8(0))
+	f.Add(item(1), []byte{}, uint8(0))
+	for _, form := range forms()[1:] {
+		f.Add(item(1, "bob"), item(1, "bob"), form)
+	}
 	e := newFuzzEnv(f)
-	f.Fuzz(func(t *testing.T, a, b []byte, token bool) {
+	f.Fuzz(func(t *testing.T, a, b []byte, form uint8) {
 		var items []*relaypb.RelayStreamItem
 		for _, raw := range [][]byte{a, b} {
 			it := &relaypb.RelayStreamItem{}
@@ -357,7 +363,8 @@ func FuzzRelayStream(f *testing.F) {
 		}
 		e.reset(t)
 		before := e.state()
-		ctx, cancel := context.WithCancel(relayCtx(t, token))
+		ctx, forged := credential(t, form, relaypb.Relay_RelayStream_FullMethodName, "bob", false)
+		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		err := func() error {
 			s, err := e.relay.RelayStream(ctx)
@@ -372,7 +379,7 @@ func FuzzRelayStream(f *testing.F) {
 			_, err = s.CloseAndRecv()
 			return err
 		}()
-		e.judge(t, "RelayStream", err, append(relayCodes, codes.Unimplemented), !token, before)
+		e.judge(t, "RelayStream", err, append(relayCodes, codes.Unimplemented), forged, before)
 	})
 }
 

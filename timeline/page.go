@@ -26,7 +26,8 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
 .grid { stroke: #e4e4e4; }
 .call { fill: #8aa6d6; } .call.send { fill: #4f7fcf; } .call.join { fill: #6ab07a; } .call.leave { fill: #c9a13b; }
 .call.connect { fill: #9b87c9; } .call.disconnect { fill: #b7b7b7; } .call.failed { fill: #fff; stroke: #c33; stroke-width: 1.5; }
-.call.forged-send, .call.forged-join { fill: #555; }
+.call.forged-send, .call.forged-join, .call.forged-leave, .call.forged-create-room, .call.forged-connect,
+.call.forged-relay, .call.forged-relay-bulk, .call.forged-relay-stream { fill: #555; }
 .deliver.live { fill: #2a7a3a; } .deliver.fromlog { fill: #fff; stroke: #2a7a3a; stroke-width: 1.5; }
 .accepted { fill: #4f7fcf; }
 .relay { stroke: #7a93bd; stroke-width: 1; opacity: .55; marker-end: url(#head); }

@@ -75,7 +75,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
 	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
 	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
-	fs.IntVar(&c.Bounds.Forgeries, "max-forgeries", c.Bounds.Forgeries, "most client calls with a forged user credential per run")
+	fs.IntVar(&c.Bounds.Forgeries, "max-forgeries", c.Bounds.Forgeries, "most calls with a forged credential (any Chat or Relay method) per run")
 	fs.IntVar(&c.Bounds.Steals, "max-steals", c.Bounds.Steals, "most sends with another user's client message id per run")
 	return f
 }
