@@ -34,6 +34,7 @@ var judged = []check{
 	{model.PropExactlyOnce, model.CheckExactlyOnce},
 	{model.PropPanics, model.CheckNoPanics},
 	{model.PropForged, model.CheckForgedRejected},
+	{model.PropBadNames, model.CheckBadNamesRefused},
 	{model.PropStreamLeak, model.CheckStreamLeaks},
 	{model.PropGoroutineLeak, model.CheckGoroutineLeaks},
 }
