@@ -30,6 +30,7 @@ var judged = []check{
 	{model.PropPanics, model.CheckNoPanics},
 	{model.PropForged, model.CheckForgedRejected},
 	{model.PropContent, model.CheckContent},
+	{model.PropBadNames, model.CheckBadNamesRefused},
 	{model.PropStreamLeak, model.CheckStreamLeaks},
 	{model.PropGoroutineLeak, model.CheckGoroutineLeaks},
 }

@@ -86,3 +86,24 @@ func TestNamesDrawn(t *testing.T) {
 	}
 	assert.InDelta(t, 20, wide, 10, "seeds with wide names of 40")
 }
+
+// TestWideNamesRunCoverage: a run with wide names relays them live in
+// every mode, passes every property, and its coverage counts them and its
+// malformed-name calls.
+func TestWideNamesRunCoverage(t *testing.T) {
+	for _, mode := range system.Modes {
+		cfg := denseConfig(Seed(3), mode)
+		cfg.Names = NamesWide
+		res := runOK(t, cfg)
+		cv := res.Coverage
+		assert.Greater(t, cv.NonASCIINames, cfg.Rooms, "%s: %+v", mode, cv)
+		assert.Positive(t, cv.NonASCIILive, "%s: %+v", mode, cv)
+		assert.LessOrEqual(t, cv.NonASCIILive, cv.NonASCIIDeliveries)
+		assert.Equal(t, res.Live+res.FromLog, cv.NonASCIIDeliveries, "%s: every room is named wide", mode)
+
+		cfg.Names = NamesASCII
+		res = runOK(t, cfg)
+		assert.Zero(t, res.Coverage.NonASCIINames, "%s", mode)
+		assert.Zero(t, res.Coverage.NonASCIIDeliveries, "%s", mode)
+	}
+}
