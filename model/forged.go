@@ -51,7 +51,11 @@ func forgedOutcome(ev Event) []Violation {
 	}
 	switch {
 	case ev.OK:
-		return []Violation{forgedViolation(ev, ev.Seq, fmt.Sprintf("a %s with a forged credential%s for %s was accepted (seq %d)", call, cred, ev.User, ev.Seq))}
+		seq := ""
+		if ev.Seq != 0 {
+			seq = fmt.Sprintf(" (seq %d)", ev.Seq)
+		}
+		return []Violation{forgedViolation(ev, ev.Seq, fmt.Sprintf("a %s with a forged credential%s for %s was accepted%s", call, cred, ev.User, seq))}
 	case (definite[ev.Err] || ev.Err == "Unimplemented") && ev.Err != "Unauthenticated":
 		return []Violation{forgedViolation(ev, 0, fmt.Sprintf("a %s with a forged credential%s for %s was answered %s, not Unauthenticated: it got past authentication", call, cred, ev.User, ev.Err))}
 	}

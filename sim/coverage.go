@@ -105,3 +105,29 @@ func (cv *Coverage) countNames(h *model.History) {
 		}
 	})
 }
+
+// CoverageItem is one count of the coverage line.
+type CoverageItem struct {
+	Name  string
+	Count int
+}
+
+// Items lists the coverage counts by name, in a fixed order: the per-run
+// coverage line, the summary line's "coverage" and the sweep's tally
+// (how many runs met each) read them.
+func (c Coverage) Items() []CoverageItem {
+	forged := 0
+	for _, n := range c.Forgeries {
+		forged += n
+	}
+	return []CoverageItem{
+		{"non-ascii-names", c.NonASCIINames},
+		{"longest-names", c.MaxLengthNames},
+		{"non-ascii-live", c.NonASCIILive},
+		{"bad-name-calls", c.BadNameCalls},
+		{"steals", c.Steals},
+		{"steals-as-member", c.StealsAsMember},
+		{"forged-calls", forged},
+		{"forged-methods", len(c.Forgeries)},
+	}
+}

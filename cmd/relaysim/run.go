@@ -297,6 +297,9 @@ func summary(w io.Writer, r *sim.Result) {
 		peaks[i] = fmt.Sprintf("n%d=%d", i+1, p)
 	}
 	fmt.Fprintf(w, "peak pool:   %s (max %d)\n", strings.Join(peaks, " "), c.Executor.Max)
+	if r.History != nil {
+		fmt.Fprintf(w, "coverage:    %s\n", coverageLine(r.Coverage))
+	}
 	switch {
 	case r.Err != nil:
 		fmt.Fprintf(w, "result:      ERROR %v\n", r.Err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim"
@@ -53,6 +54,9 @@ type runSummary struct {
 	Error      string   `json:"error,omitempty"`  // what stopped the run (harness-error)
 	TraceHash  string   `json:"trace_hash"`       // equiv: every mode's, space-separated
 	Replay     string   `json:"replay,omitempty"` // the command that runs it again, when it failed
+	// Coverage is how often the run met each part of the widened world
+	// (sim.Coverage.Items; run and replay only).
+	Coverage map[string]int `json:"coverage,omitempty"`
 }
 
 // exitCode classifies a finished run.
@@ -112,6 +116,12 @@ func printSummary(w io.Writer, command string, r *sim.Result, code int, replay s
 	if code != exitOK {
 		s.Replay = replay
 	}
+	if r.History != nil {
+		s.Coverage = map[string]int{}
+		for _, it := range r.Coverage.Items() {
+			s.Coverage[it.Name] = it.Count
+		}
+	}
 	writeSummary(w, s)
 }
 
@@ -121,4 +131,58 @@ func writeSummary(w io.Writer, s runSummary) {
 		panic(fmt.Sprintf("summary line: %v", err)) // plain strings: cannot fail
 	}
 	fmt.Fprintf(w, "%s\n", js)
+}
+
+// summaryOf reads the summary line back from a run's output (nil: none).
+func summaryOf(out string) *runSummary {
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, `{"summary":`) {
+			continue
+		}
+		var s runSummary
+		if json.Unmarshal([]byte(l), &s) == nil {
+			return &s
+		}
+	}
+	return nil
+}
+
+// coverageLine is a run's coverage line: each count of sim.Coverage.Items.
+func coverageLine(c sim.Coverage) string {
+	var parts []string
+	for _, it := range c.Items() {
+		parts = append(parts, fmt.Sprintf("%s=%d", it.Name, it.Count))
+	}
+	return strings.Join(parts, " ")
+}
+
+// sweepCoverage tallies how many of a sweep's runs met each part of the
+// widened world, from their summary lines, in Items order.
+func sweepCoverage(jobs []*sweepJob) string {
+	var names []string
+	for _, it := range (sim.Coverage{}).Items() {
+		names = append(names, it.Name)
+	}
+	met := map[string]int{}
+	runs := 0
+	for _, j := range jobs {
+		s := summaryOf(j.out)
+		if s == nil || s.Coverage == nil {
+			continue
+		}
+		runs++
+		for name, n := range s.Coverage {
+			if n > 0 {
+				met[name]++
+			}
+		}
+	}
+	if runs == 0 {
+		return ""
+	}
+	parts := make([]string, len(names))
+	for i, name := range names {
+		parts[i] = fmt.Sprintf("%s %d", name, met[name])
+	}
+	return fmt.Sprintf("coverage: of %d runs, met: %s", runs, strings.Join(parts, ", "))
 }

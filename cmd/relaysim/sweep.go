@@ -171,6 +171,9 @@ func (sp *sweepSpec) verdict(stdout io.Writer) int {
 		// never silent: a green job that ran nothing looks like coverage.
 		fmt.Fprintf(stdout, "sweep: %s\n", sp.emptyNote())
 	}
+	if line := sweepCoverage(sp.jobs); line != "" {
+		fmt.Fprintln(stdout, line)
+	}
 	fmt.Fprintf(stdout, "sweep: %d seeds x %d runs (%s) = %d runs; failed: %d seeds, %d runs\n",
 		sp.nseeds, sp.perSeed, sp.modes, len(sp.jobs), len(badSeeds), failed)
 	fmt.Fprintf(stdout, "seeds: %d failed: %d\n", len(sp.jobs), failed)
