@@ -65,6 +65,10 @@ func TestCheckForgedRejected(t *testing.T) {
 			forgedJoin(4, "u3", "r1", "Unauthenticated", 0),
 			snd(5, "u1", "r1", 2, "m2"),
 		}, nil},
+		{"the same id from another sender is another message", withSender(logOf("m1", "f1"), 2, "u1"), two, []Event{
+			forgedSend(4, "u2", "r1", "f1", "Unauthenticated", 0),
+			dlvP(5, "u2", "r1", 2, "f1", "u1", 7),
+		}, nil},
 		{"forged join accepted", logOf("m1"), two, []Event{
 			forgedJoin(4, "u3", "r1", "", 2),
 		}, []Violation{{Property: PropForged, User: "u3", Room: "r1", Seq: 2, TraceLines: []int{4}}}},
