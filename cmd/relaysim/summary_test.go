@@ -135,3 +135,25 @@ func TestHistoryWriteFailureIsAHarnessError(t *testing.T) {
 	assert.Empty(t, s.Violations)
 	assert.Contains(t, s.Error, "write history")
 }
+
+// TestSweepCoverageTalliesRuns: the sweep's coverage line counts, per
+// item, the runs whose summary line says they met it; runs without a
+// summary (a crash) or without coverage (equiv) are not counted.
+func TestSweepCoverageTalliesRuns(t *testing.T) {
+	line := func(cov map[string]int) string {
+		var b strings.Builder
+		writeSummary(&b, runSummary{Summary: classOK, Command: "run", Coverage: cov})
+		return "relaysim run ...\n" + b.String() + "trace-hash: x\n"
+	}
+	jobs := []*sweepJob{
+		{out: line(map[string]int{"steals": 2, "non-ascii-names": 0})},
+		{out: line(map[string]int{"steals": 1, "non-ascii-names": 4})},
+		{out: line(nil)},
+		{out: "panic: boom\n"},
+	}
+	got := sweepCoverage(jobs)
+	assert.Contains(t, got, "coverage: of 2 runs, met: ")
+	assert.Contains(t, got, "non-ascii-names 1,")
+	assert.Contains(t, got, "steals 2,")
+	assert.Equal(t, "", sweepCoverage(jobs[2:]))
+}
