@@ -15,6 +15,7 @@ func Check(h *History) []Violation {
 		CheckTimely,
 		CheckNoPanics,
 		CheckForgedRejected,
+		CheckBacklog,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -34,7 +35,7 @@ func Check(h *History) []Violation {
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckBacklog,
 	} {
 		out = append(out, c(h)...)
 	}

@@ -88,7 +88,7 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	for grew := true; grew; {
 		grew = false
 		for _, f := range j.h.Faults {
-			if f.Kind == FaultStreamBreak && onLink(f) && f.From > broke && f.From <= deadline.t && f.From+rec >= send.Invoked-bound {
+			if f.Kind.BreaksStream() && onLink(f) && f.From > broke && f.From <= deadline.t && f.From+rec >= send.Invoked-bound {
 				broke, grew = f.From, true
 				deadline.t = max(deadline.t, broke+rec+bound)
 			}
@@ -111,7 +111,7 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	excuses := func(stretch bool) func(Fault) bool {
 		return func(f Fault) bool {
 			switch f.Kind {
-			case FaultStreamBreak:
+			case FaultStreamBreak, FaultRecvBreak:
 				return false // judged above: it delays, it does not excuse
 			case FaultStreamGiveUp:
 				// A relay stream's break holds no worker (relay tasks only

@@ -94,6 +94,7 @@ func Recovery(cfg system.Config) map[model.FaultKind]time.Duration {
 	return map[model.FaultKind]time.Duration{
 		model.RecoveryDefault:   reconnect,
 		model.FaultStreamBreak:  resend,
+		model.FaultRecvBreak:    resend,
 		model.FaultStreamGiveUp: relay + cfg.CatchUpInterval,
 		model.RecoveryOp:        relay,
 		model.FaultRouteFlush:   cfg.RouteTTL/3 + reconnect,

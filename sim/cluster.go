@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -86,6 +87,15 @@ type Cluster struct {
 	// (streamhooks.go); relayAttempts is the nodes' RelayAttempts.
 	breaks        linkBreaks
 	relayAttempts int
+	// openStreams are the relay streams open for recv-break
+	// (streamhooks.go); forcedCuts the breaks the rapid machine asked for
+	// at the next stream.deliver gate (BreakNextDelivery).
+	openStreams openStreams
+	forcedCuts  int
+	// backlog counts the stream links' backlogs from the wire (backlog.go).
+	backlog backlogCounter
+	// cov is the run's coverage (coverage.go).
+	cov coverage
 }
 
 // Stats counts what a run did.
@@ -221,6 +231,10 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		cfg.Executor = c.cfg.Executor
 	}
 	c.channels, c.relayAttempts = cfg.ChannelsPerPeer, cfg.RelayAttempts
+	// The bounds bounded-backlog judges the node's links by: the
+	// configuration the harness starts it with (a zero takes the default).
+	d := system.DefaultConfig()
+	c.backlog.configured(sn.id, cmp.Or(cfg.StreamBacklog, d.StreamBacklog), cmp.Or(cfg.RelayAttempts, d.RelayAttempts))
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	redisHooks, serverOpts := []redis.Hook{h}, h.serverOptions()

@@ -24,11 +24,15 @@ type FaultBounds struct {
 	// Forgeries are client calls made with a forged user credential
 	// (forge.go).
 	Forgeries int
+	// RecvBreaks is the highest per-item probability that a relay
+	// stream breaks between the receiver's read of an item and its
+	// delivery (the stream.deliver gate; streamhooks.go cutAtDeliver).
+	RecvBreaks float64
 }
 
 // DefaultBounds is the runner's default.
 func DefaultBounds() FaultBounds {
-	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 2}
+	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 2, RecvBreaks: 0.1}
 }
 
 // NoFaults turns every fault off.
@@ -42,6 +46,8 @@ type FaultMix struct {
 	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
 	RedisSpikes                                                                      int
 	Forgeries                                                                        int
+	// RecvBreak is the per-item probability of a recv-break.
+	RecvBreak float64
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a
@@ -52,6 +58,7 @@ const (
 	drawDropResponse = "drop-resp"
 	drawDuplicate    = "dup"
 	drawDelay        = "delay"
+	drawRecvBreak    = "recv-break"
 )
 
 // DrawMix draws a seed's fault mix within b. Each knob draws from its own
@@ -87,6 +94,7 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 		SlowConsumers: n("slow-consumer", b.SlowConsumers),
 		RedisSpikes:   n("redis-spike", b.RedisSpikes),
 		Forgeries:     n("forge", b.Forgeries),
+		RecvBreak:     p(drawRecvBreak, b.RecvBreaks),
 	}
 }
 
@@ -116,6 +124,7 @@ func (m FaultMix) String() string {
 	addN("slow-consumer", m.SlowConsumers)
 	addN("redis-spike", m.RedisSpikes)
 	addN("forge", m.Forgeries)
+	add(drawRecvBreak, m.RecvBreak)
 	if len(parts) == 0 {
 		return "none"
 	}

@@ -8,21 +8,24 @@ import (
 
 // Result is what a run produced.
 type Result struct {
-	Config     Config
-	Mix        FaultMix
-	Cost       CostModel
-	Channels   int // gRPC connections per peer (drawn or set)
-	Faults     []Fault
-	History    *model.History
-	Violations []model.Violation
-	TraceHash  string
-	Trace      *Trace
-	Stats      Stats
-	Virtual    time.Duration
-	Wall       time.Duration
-	Steps      int
-	Delays     int
-	Peaks      []int
+	Config   Config
+	Mix      FaultMix
+	Cost     CostModel
+	Channels int // gRPC connections per peer (drawn or set)
+	// StreamBacklog is the nodes' link backlog bound (drawn or set; 0:
+	// the default).
+	StreamBacklog int
+	Faults        []Fault
+	History       *model.History
+	Violations    []model.Violation
+	TraceHash     string
+	Trace         *Trace
+	Stats         Stats
+	Virtual       time.Duration
+	Wall          time.Duration
+	Steps         int
+	Delays        int
+	Peaks         []int
 	// Live and FromLog count the deliveries pushed live and those replayed
 	// or gap-filled from the room log.
 	Live, FromLog int
@@ -31,6 +34,8 @@ type Result struct {
 	// MaxWait is the longest any op waited for a core (CPU model only);
 	// the live bound grew by ContendedLiveBound of it.
 	MaxWait time.Duration
+	// Coverage counts how often the run showed the widened worlds.
+	Coverage Coverage
 	// BubbleErr is set when the bubble itself failed (a deadlock, or
 	// goroutines left behind).
 	BubbleErr error
