@@ -32,7 +32,7 @@ type FaultBounds struct {
 
 // DefaultBounds is the runner's default.
 func DefaultBounds() FaultBounds {
-	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 2, RecvBreaks: 0.1}
+	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 2, RecvBreaks: 0.2}
 }
 
 // NoFaults turns every fault off.
