@@ -463,6 +463,7 @@ func (c *Cluster) Snapshot() (*model.History, error) {
 		cl.mu.Unlock()
 	}
 	h := c.rec.snapshot(pending)
+	h.Links = c.backlog.records()
 	f, err := c.Final()
 	h.Final = f
 	return &h, err
