@@ -17,6 +17,7 @@ func Check(h *History) []Violation {
 		CheckForgedRejected,
 		CheckContent,
 		CheckBadNamesRefused,
+		CheckBacklog,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -36,7 +37,7 @@ func Check(h *History) []Violation {
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBacklog,
 	} {
 		out = append(out, c(h)...)
 	}

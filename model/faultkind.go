@@ -41,7 +41,18 @@ const (
 	FaultStreamBreak  FaultKind = "stream-break"  // a relay stream breaks (the writer resends)
 	FaultStreamGiveUp FaultKind = "stream-giveup" // a relay stream broke as often as its writer tries (it may give its items up)
 	FaultBreak        FaultKind = "break"         // a node's connections to a peer reset
+	// FaultRecvBreak: a relay stream broken at its receiver between the
+	// read of an item (claimed: the ack covers it) and its delivery, as
+	// the sender's next write breaking or its watchdog firing would. The
+	// item must still be delivered; the writer resends what the stream
+	// left unacknowledged, and the receiver drops it as a duplicate.
+	FaultRecvBreak FaultKind = "recv-break"
 )
+
+// BreaksStream reports whether a fault of kind k is a relay stream's
+// break that delays its link's items until the writer wrote them again
+// (stream-break, recv-break), rather than a fault that excuses them.
+func (k FaultKind) BreaksStream() bool { return k == FaultStreamBreak || k == FaultRecvBreak }
 
 // Real-cluster faults: what relaysim real's nemesis does to processes and
 // links (pauses and forged calls are FaultPause and FaultForge).
@@ -64,7 +75,7 @@ var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
 	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
-	FaultStreamBreak, FaultStreamGiveUp, FaultBreak,
+	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,
 }
 

@@ -303,6 +303,9 @@ type History struct {
 	// still delay live deliveries (reconnect back-off, route refresh, the
 	// keep-alive of a vanished stream); kinds absent use Recovery[RecoveryDefault].
 	Recovery map[FaultKind]time.Duration
+	// Links are the relay stream links as the harness counted them on
+	// the wire (bounded-backlog).
+	Links []LinkBacklog
 	// GoroutineBound returns the most goroutines a node may have at a
 	// sample, from its connections and the pool maximum (nil: unchecked).
 	GoroutineBound func(s Sample) int

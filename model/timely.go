@@ -82,15 +82,21 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	// break counts for every channel of the node pair, since the harness
 	// does not tell them apart). A writer that forgot the unacknowledged
 	// items is late here.
+	// (A recv-break, at the receiver, reaches the writer at its next
+	// write or its close: its kind's recovery is the longer.)
 	rec := recoveryOf(j.h, FaultStreamBreak)
 	base := deadline.t
 	broke := time.Duration(-1)
 	for grew := true; grew; {
 		grew = false
 		for _, f := range j.h.Faults {
-			if f.Kind == FaultStreamBreak && onLink(f) && f.From > broke && f.From <= deadline.t && f.From+rec >= send.Invoked-bound {
-				broke, grew = f.From, true
-				deadline.t = max(deadline.t, broke+rec+bound)
+			if !f.Kind.BreaksStream() {
+				continue
+			}
+			fr := recoveryOf(j.h, f.Kind)
+			if onLink(f) && f.From > broke && f.From <= deadline.t && f.From+fr >= send.Invoked-bound {
+				broke, grew, rec = f.From, true, fr
+				deadline.t = max(deadline.t, broke+fr+bound)
 			}
 		}
 	}
@@ -111,7 +117,7 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	excuses := func(stretch bool) func(Fault) bool {
 		return func(f Fault) bool {
 			switch f.Kind {
-			case FaultStreamBreak:
+			case FaultStreamBreak, FaultRecvBreak:
 				return false // judged above: it delays, it does not excuse
 			case FaultStreamGiveUp:
 				// A relay stream's break holds no worker (relay tasks only

@@ -128,6 +128,18 @@ func TestCheckTimely(t *testing.T) {
 		{"a break after the stretched window does not stretch it", func() *History {
 			return breaks(late, 1010, 1700)
 		}(), "connected on n2; the relay stream from n1 broke at t=1.01s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
+		{"a recv-break delays by its own recovery (linger plus resend), it does not excuse", func() *History {
+			h := breaks(at(dlv(0, "u2", "r1", 1, "a"), 1500), 1010)
+			h.Faults[0].Kind = FaultRecvBreak
+			h.Recovery[FaultRecvBreak] = 700 * ms
+			return h
+		}(), ""},
+		{"a member late past a recv-break's window", func() *History {
+			h := breaks(late, 1010)
+			h.Faults[0].Kind = FaultRecvBreak
+			h.Recovery[FaultRecvBreak] = 700 * ms
+			return h
+		}(), "connected on n2; the relay stream from n1 broke at t=1.01s and its items were due again within 800ms, but delivered 3s after the send was invoked"},
 		{"a give-up after the first deadline, inside the window breaks stretched, excuses it", brokenWith(Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n2"}}), ""},
 		{"a give-up on another link does not", brokenWith(Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n3"}}), "connected on n2; the relay stream from n1 broke at t=1.2s and its items were due again within 300ms, but delivered 3s after the send was invoked"},
 		{"a pause of the member's node in the stretched window excuses it", brokenWith(Fault{From: 1400 * ms, To: 1450 * ms, Kind: "pause", Nodes: []string{"n2"}}), ""},

@@ -24,12 +24,13 @@ const (
 	PropForged          = "forged-rejected"
 	PropContent         = "content-integrity"
 	PropBadNames        = "bad-names-refused"
+	PropBacklog         = "bounded-backlog"
 )
 
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBacklog, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it

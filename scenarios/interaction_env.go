@@ -93,6 +93,7 @@ var handlers = map[string]handler{
 	"partition":      {[]string{"a", "b"}, (*Env).handlePartition},
 	"heal":           {nil, (*Env).handleHeal},
 	"break-stream":   {[]string{"from", "to"}, (*Env).handleBreakStream},
+	"recv-break":     {nil, (*Env).handleRecvBreak},
 	"drop-responses": {[]string{"from", "to", "for"}, (*Env).handleDropResponses},
 	"redis-outage":   {[]string{"for"}, (*Env).handleRedisOutage},
 	"forge":          {[]string{"user", "call", "as", "room", "cred", "node"}, (*Env).handleForge},

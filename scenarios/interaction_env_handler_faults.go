@@ -201,3 +201,18 @@ func (e *Env) handleForge(a *args) (string, error) {
 	}
 	return e.news(), nil
 }
+
+// handleRecvBreak arms a recv-break: the next relay stream item that
+// reaches its receiver's delivery (read and claimed, its ack will cover
+// it) breaks its stream there, as the sender's next write breaking or
+// its watchdog firing would. The item must still be delivered; the
+// sender resends it on a new stream and the receiver drops the copy.
+// Only stream mode has relay streams: elsewhere it stays armed, unused.
+//
+// Example:
+//
+//	recv-break
+func (e *Env) handleRecvBreak(_ *args) (string, error) {
+	e.c.BreakNextDelivery()
+	return "the next stream item breaks its stream at its delivery\n" + e.news(), nil
+}

@@ -127,6 +127,7 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"steal":       m.steal,
 		"badName":     m.badName,
 		"forge":       m.forge,
+		"recvBreak":   m.recvBreak,
 		"":            m.invariants,
 	})
 	m.finish(rt)
@@ -346,6 +347,19 @@ func (m *machine) partition(rt *rapid.T) {
 		f.OneWay = rapid.Bool().Draw(rt, "one-way")
 	}
 	m.inject(rt, f)
+}
+
+// recvBreak breaks the next relay stream item's stream at its receiver,
+// between the read and the delivery (the stream.deliver gate), as the
+// sender's next write breaking or its watchdog firing would; then lets a
+// drawn time pass (a room that goes quiet after the break is where a lost
+// item shows).
+func (m *machine) recvBreak(rt *rapid.T) {
+	if m.mode != system.ModeStream {
+		rt.Skip("no relay streams")
+	}
+	m.c.BreakNextDelivery()
+	m.send(rt)
 }
 
 func (m *machine) heal(rt *rapid.T) {

@@ -91,9 +91,13 @@ func Recovery(cfg system.Config) map[model.FaultKind]time.Duration {
 	// write watchdog. After as many breaks as attempts the writer may give
 	// the items up: they arrive with the members' next catch-up.
 	resend := time.Duration(cfg.RelayAttempts) * cfg.RelayBackoff
+	// A stream broken at its receiver (recv-break) fails at the sender
+	// only at its next write or at its close for the ack: with no new
+	// item, when the stream has lingered.
 	return map[model.FaultKind]time.Duration{
 		model.RecoveryDefault:   reconnect,
 		model.FaultStreamBreak:  resend,
+		model.FaultRecvBreak:    cfg.StreamLinger + resend,
 		model.FaultStreamGiveUp: relay + cfg.CatchUpInterval,
 		model.RecoveryOp:        relay,
 		model.FaultRouteFlush:   cfg.RouteTTL/3 + reconnect,

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -88,6 +89,13 @@ type Cluster struct {
 	// (streamhooks.go); relayAttempts is the nodes' RelayAttempts.
 	breaks        linkBreaks
 	relayAttempts int
+	// openStreams are the relay streams open for recv-break
+	// (streamhooks.go); forcedCuts the breaks the rapid machine asked for
+	// at the next stream.deliver gate (BreakNextDelivery).
+	openStreams openStreams
+	forcedCuts  int
+	// backlog counts the stream links' backlogs from the wire (backlog.go).
+	backlog backlogCounter
 }
 
 // Stats counts what a run did.
@@ -223,6 +231,10 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		cfg.Executor = c.cfg.Executor
 	}
 	c.channels, c.relayAttempts = cfg.ChannelsPerPeer, cfg.RelayAttempts
+	// The bounds bounded-backlog judges the node's links by: the
+	// configuration the harness starts it with (a zero takes the default).
+	d := system.DefaultConfig()
+	c.backlog.configured(sn.id, cmp.Or(cfg.StreamBacklog, d.StreamBacklog), cmp.Or(cfg.RelayAttempts, d.RelayAttempts))
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	redisHooks, serverOpts := []redis.Hook{h}, h.serverOptions()
@@ -451,6 +463,7 @@ func (c *Cluster) Snapshot() (*model.History, error) {
 		cl.mu.Unlock()
 	}
 	h := c.rec.snapshot(pending)
+	h.Links = c.backlog.records()
 	f, err := c.Final()
 	h.Final = f
 	return &h, err

@@ -25,6 +25,11 @@ type Config struct {
 	Executor  system.ExecutorConfig
 	// OutboxSize bounds each client's pending deliveries on a node.
 	OutboxSize int
+	// StreamBacklog is each node's link backlog bound (queued plus
+	// unacknowledged stream items, system.Config.StreamBacklog); 0 lets a
+	// faulted seed draw it (DrawStreamBacklog), a fault-free run keep the
+	// default.
+	StreamBacklog int
 	// ChannelsPerPeer is each node's gRPC connections per peer; 0 lets the
 	// seed draw 1-4 (swarm testing of the multi-channel path).
 	ChannelsPerPeer int

@@ -34,6 +34,43 @@ type Coverage struct {
 	// send, join, leave, create-room, connect, relay, relay-bulk,
 	// relay-stream).
 	Forgeries map[string]int
+	// RecvBreaks are the relay streams broken at the stream.deliver gate:
+	// after the receiver read and claimed an item, before it delivered it
+	// (recv-break faults and the rapid machine's breaks).
+	RecvBreaks int
+	// LinkBacklogPeak is the largest backlog of a relay stream link seen
+	// from the wire (the most items one stream carried), and
+	// LinkBacklogBound the configured bound (StreamBacklog) of that link:
+	// how close a run came to the bound (see LinkBacklogRatio).
+	LinkBacklogPeak, LinkBacklogBound int
+}
+
+// LinkBacklogRatio is the largest link backlog seen relative to its bound
+// (0 when no stream carried an item).
+func (c Coverage) LinkBacklogRatio() float64 {
+	if c.LinkBacklogBound <= 0 {
+		return 0
+	}
+	return float64(c.LinkBacklogPeak) / float64(c.LinkBacklogBound)
+}
+
+func (c *coverage) recvBreak() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cov.RecvBreaks++
+}
+
+// linkBacklog notes a link backlog of items against its bound.
+func (c *coverage) linkBacklog(items, bound int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if bound <= 0 {
+		return
+	}
+	// Compare items/bound with peak/peakBound without division.
+	if c.cov.LinkBacklogBound == 0 || items*c.cov.LinkBacklogBound > c.cov.LinkBacklogPeak*bound {
+		c.cov.LinkBacklogPeak, c.cov.LinkBacklogBound = items, bound
+	}
 }
 
 // coverage is what a cluster counts for its run's Coverage while it
@@ -129,5 +166,14 @@ func (c Coverage) Items() []CoverageItem {
 		{"steals-as-member", c.StealsAsMember},
 		{"forged-calls", forged},
 		{"forged-methods", len(c.Forgeries)},
+		{"recv-breaks", c.RecvBreaks},
+		{"backlog-over-half", btoi(2*c.LinkBacklogPeak > c.LinkBacklogBound && c.LinkBacklogBound > 0)},
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

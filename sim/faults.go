@@ -27,11 +27,15 @@ type FaultBounds struct {
 	Forgeries int
 	// Steals are sends with another user's client message id (steal.go).
 	Steals int
+	// RecvBreaks is the highest per-item probability that a relay
+	// stream breaks between the receiver's read of an item and its
+	// delivery (the stream.deliver gate; streamhooks.go cutAtDeliver).
+	RecvBreaks float64
 }
 
 // DefaultBounds is the runner's default.
 func DefaultBounds() FaultBounds {
-	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 12, Steals: 3}
+	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 12, Steals: 3, RecvBreaks: 0.2}
 }
 
 // NoFaults turns every fault off.
@@ -46,6 +50,8 @@ type FaultMix struct {
 	RedisSpikes                                                                      int
 	Forgeries                                                                        int
 	Steals                                                                           int
+	// RecvBreak is the per-item probability of a recv-break.
+	RecvBreak float64
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a
@@ -56,6 +62,7 @@ const (
 	drawDropResponse = "drop-resp"
 	drawDuplicate    = "dup"
 	drawDelay        = "delay"
+	drawRecvBreak    = "recv-break"
 )
 
 // DrawMix draws a seed's fault mix within b. Each knob draws from its own
@@ -92,6 +99,7 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 		RedisSpikes:   n("redis-spike", b.RedisSpikes),
 		Forgeries:     n("forge", b.Forgeries),
 		Steals:        n(string(model.FaultSteal), b.Steals),
+		RecvBreak:     p(drawRecvBreak, b.RecvBreaks),
 	}
 }
 
@@ -122,6 +130,7 @@ func (m FaultMix) String() string {
 	addN("redis-spike", m.RedisSpikes)
 	addN("forge", m.Forgeries)
 	addN("steal", m.Steals)
+	add(drawRecvBreak, m.RecvBreak)
 	if len(parts) == 0 {
 		return "none"
 	}

@@ -13,6 +13,9 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 	t.Header("relaysim seed=%s mode=%s scheduler=%s", cfg.Seed, cfg.Mode, s.Name())
 	t.Header("cluster nodes=%d users=%d rooms=%d pool=%d/%d/%d keepalive=%v channels=%d", cfg.Nodes, cfg.Users, cfg.Rooms,
 		cfg.Executor.Core, cfg.Executor.Max, cfg.Executor.Queue, cfg.Executor.KeepAlive, res.Channels)
+	if res.StreamBacklog > 0 && cfg.Mode == "stream" {
+		t.Header("stream backlog=%d", res.StreamBacklog)
+	}
 	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d%s", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions,
 		map[bool]string{true: " calm"}[cfg.Calm])
 	if v := cfg.startVersions(); len(v) > 0 {

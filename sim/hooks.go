@@ -34,7 +34,7 @@ var (
 	_ redis.Hook   = (*nodeHooks)(nil)
 )
 
-func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
+func (h *nodeHooks) Gate(ctx context.Context, p system.Point) {
 	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key})
 	// Counted once released: between gates only the released goroutine
 	// touches shared state. A worker parked at its done gate still holds
@@ -46,6 +46,8 @@ func (h *nodeHooks) Gate(_ context.Context, p system.Point) {
 		h.c.rec.taskStarted(&h.tasks, h.node, p.Msg, true, h.c.Now())
 	case system.PointTaskCaller:
 		h.c.rec.taskStarted(&h.tasks, h.node, p.Msg, false, h.c.Now()) // run by its submitter: not a worker
+	case system.PointStreamDeliver:
+		h.cutAtDeliver(ctx, p, h.c.takeForcedCut())
 	}
 }
 
@@ -283,7 +285,7 @@ func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.Strea
 	id := callID(ss.Context(), info.FullMethod)
 	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id})
 	if info.FullMethod == relaypb.Relay_RelayStream_FullMethodName {
-		ss = &serverRelayStream{ServerStream: ss, h: h, id: id}
+		ss = newServerRelayStream(h, ss, id)
 	}
 	return handler(srv, ss)
 }

@@ -8,16 +8,19 @@ import (
 
 // Result is what a run produced.
 type Result struct {
-	Config     Config
-	Mix        FaultMix
-	Cost       CostModel
-	Channels   int // gRPC connections per peer (drawn or set)
-	Faults     []Fault
-	History    *model.History
-	Violations []model.Violation
-	TraceHash  string
-	Trace      *Trace
-	Stats      Stats
+	Config   Config
+	Mix      FaultMix
+	Cost     CostModel
+	Channels int // gRPC connections per peer (drawn or set)
+	// StreamBacklog is the nodes' link backlog bound (drawn or set; 0:
+	// the default).
+	StreamBacklog int
+	Faults        []Fault
+	History       *model.History
+	Violations    []model.Violation
+	TraceHash     string
+	Trace         *Trace
+	Stats         Stats
 	// Coverage says how often the run showed what the coverage line
 	// reports (coverage.go).
 	Coverage Coverage

@@ -43,6 +43,10 @@ func runInBubble(cfg Config, res *Result) {
 	if res.Channels == 0 {
 		res.Channels = DrawChannels(cfg.Seed.Derive("channels"))
 	}
+	res.StreamBacklog = cfg.StreamBacklog
+	if res.StreamBacklog == 0 && cfg.Bounds != NoFaults() {
+		res.StreamBacklog = DrawStreamBacklog(cfg.Seed.Derive("stream-backlog"))
+	}
 	if cfg.FixedCost != nil {
 		res.Cost = *cfg.FixedCost
 	}
@@ -65,7 +69,12 @@ func runInBubble(cfg Config, res *Result) {
 
 	c, err := NewCluster(ClusterConfig{
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Versions: cfg.startVersions(),
-		Node: func(nc *system.Config) { nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels },
+		Node: func(nc *system.Config) {
+			nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels
+			if res.StreamBacklog > 0 {
+				nc.StreamBacklog = res.StreamBacklog
+			}
+		},
 		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU, History: cfg.History,
 		RecordNode: cfg.RecordNode,
 	})
@@ -128,6 +137,7 @@ func (res *Result) finish(c *Cluster, id string) {
 	c.Close()
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
+	c.rec.bounds(func(h *model.History) { h.Links = c.backlog.records() })
 	hist, err := c.rec.finish(final)
 	if err != nil && res.Err == nil {
 		res.Err = fmt.Errorf("write history: %w", err)
@@ -195,6 +205,21 @@ func newStrategy(cfg Config) Strategy {
 
 // DrawChannels draws a seed's gRPC connections per peer, 1 to 4.
 func DrawChannels(seed Seed) int { return 1 + seed.Rand().IntN(4) }
+
+// DrawStreamBacklog draws a faulted seed's link backlog bound
+// (system.Config.StreamBacklog): half the seeds keep the default (0), the
+// others run with a bound of 24 to 96 items, small enough that a link
+// whose acks fail for a few seconds reaches it within a run (the
+// bounded-backlog property judges every link against it), and above what
+// a healthy link holds in one linger at the default workload's rate.
+func DrawStreamBacklog(seed Seed) int {
+	r := seed.Rand()
+	small, n := r.IntN(2) == 1, 24+r.IntN(73)
+	if !small {
+		return 0
+	}
+	return n
+}
 
 func usersOf(as []Action) []string {
 	seen := map[string]bool{}

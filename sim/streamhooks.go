@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/relaysim/relaysim/model"
@@ -61,6 +62,7 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	}
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " open"})
 	s.ClientStream = cs
+	c.openStreams.add(streamKeyOf(link, attemptOf(ctx)), s)
 	return s, nil
 }
 
@@ -71,6 +73,20 @@ type simClientStream struct {
 	link   string // the link's operation label: "stream n1@1.2#0 ->n2"
 	target string
 	cancel context.CancelFunc
+
+	mu sync.Mutex
+	// dead is set once the harness broke the stream (broken); cut is the
+	// error its next operation returns when its receiver's side broke it
+	// (cutAtDeliver).
+	dead bool
+	cut  error
+}
+
+// cutErr is the error of a stream its receiver's side broke, if any.
+func (s *simClientStream) cutErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cut
 }
 
 func (s *simClientStream) SendMsg(m any) error {
@@ -81,6 +97,9 @@ func (s *simClientStream) SendMsg(m any) error {
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Units: len(it.Recipients)})
+	if err := s.cutErr(); err != nil {
+		return err
+	}
 	nd := c.netDraws(h.node + "|" + s.id + " " + item)
 	switch {
 	case c.Net.Blocked(h.node, s.target):
@@ -98,8 +117,14 @@ func (s *simClientStream) SendMsg(m any) error {
 	err := s.ClientStream.SendMsg(m)
 	if err != nil {
 		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " " + item + " failed"})
+		if cut := s.cutErr(); cut != nil {
+			return cut // the receiver's side broke it: not a race inside gRPC
+		}
+		return err
 	}
-	return err
+	items, bound := c.backlog.written(h.node, s.target, s.linkName(), s.id, it.LinkSeq, c.Now(), c.Trace.Lines())
+	c.coverage.linkBacklog(items, bound)
+	return nil
 }
 
 // RecvMsg is the ack, after CloseSend.
@@ -110,13 +135,21 @@ func (s *simClientStream) RecvMsg(m any) error {
 		return err
 	}
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " ack"})
-	if err != nil || !c.faults.on {
+	if cut := s.cutErr(); cut != nil {
+		return cut
+	}
+	if err != nil {
 		return err
 	}
-	if c.Net.Blocked(s.target, h.node) || c.netDraws(h.node+"|"+s.id+" ack").hit(drawDropResponse, c.faults.mix.DropResponse) {
+	if c.faults.on && (c.Net.Blocked(s.target, h.node) || c.netDraws(h.node+"|"+s.id+" ack").hit(drawDropResponse, c.faults.mix.DropResponse)) {
 		return s.broken("ack-lost", "ack")
 	}
-	c.breaks.count(s.link, true)
+	if ack, ok := m.(*relaypb.RelayStreamAck); ok {
+		c.backlog.acked(s.linkName(), ack.Acked)
+	}
+	if c.faults.on {
+		c.breaks.count(s.link, true)
+	}
 	return nil
 }
 
@@ -129,6 +162,9 @@ func (s *simClientStream) RecvMsg(m any) error {
 func (s *simClientStream) broken(why, what string) error {
 	h, c := s.h, s.h.c
 	s.cancel()
+	s.mu.Lock()
+	s.dead = true
+	s.mu.Unlock()
 	kind := model.FaultStreamBreak
 	if c.breaks.count(s.link, false) >= c.relayAttempts {
 		kind = model.FaultStreamGiveUp
@@ -159,12 +195,33 @@ func (b *linkBreaks) count(link string, acked bool) int {
 	return b.n[link]
 }
 
-// serverRelayStream gates each item a relay stream's handler reads.
+// serverRelayStream gates each item a relay stream's handler reads. Its
+// context is the call's, which the harness may also cancel itself
+// (cutAtDeliver): the handler sees a cut stream at once, as it would a
+// cancellation that had reached it.
 type serverRelayStream struct {
 	grpc.ServerStream
-	h  *nodeHooks
-	id string
+	h       *nodeHooks
+	id      string
+	attempt string // the sender's attempt (its stream count on the link): "a3"
+	ctx     context.Context
+	cancel  context.CancelFunc
 }
+
+type serverRelayStreamKey struct{}
+
+func newServerRelayStream(h *nodeHooks, ss grpc.ServerStream, id string) *serverRelayStream {
+	s := &serverRelayStream{ServerStream: ss, h: h, id: id, attempt: "a1"}
+	if md, ok := metadata.FromIncomingContext(ss.Context()); ok {
+		if v := md.Get(system.MDAttempt); len(v) > 0 {
+			s.attempt = "a" + v[0]
+		}
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithValue(ss.Context(), serverRelayStreamKey{}, s))
+	return s
+}
+
+func (s *serverRelayStream) Context() context.Context { return s.ctx }
 
 func (s *serverRelayStream) RecvMsg(m any) error {
 	err := s.ServerStream.RecvMsg(m)
@@ -184,4 +241,121 @@ func (s *serverRelayStream) RecvMsg(m any) error {
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
 	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Units: len(it.Recipients)})
 	return nil
+}
+
+// streamKeyOf names a relay stream by its link and the sender's attempt:
+// what the sender's and the receiver's side both know of it.
+func streamKeyOf(linkLabel, attempt string) string {
+	return linkNameOf(linkLabel) + " " + attempt
+}
+
+// linkNameOf is the link's name ("n1@1.2#0") in its operation label
+// ("stream n1@1.2#0 ->n2"), or the name itself.
+func linkNameOf(label string) string {
+	label = strings.TrimPrefix(label, "stream ")
+	if i := strings.Index(label, " ->"); i >= 0 {
+		label = label[:i]
+	}
+	return label
+}
+
+func (s *simClientStream) linkName() string { return linkNameOf(s.link) }
+
+// openStreams are the relay streams the nodes' writers opened, by
+// streamKeyOf, for their receivers' side to break (cutAtDeliver). A
+// stream stays until its link opens the next one.
+type openStreams struct {
+	mu sync.Mutex
+	m  map[string]*simClientStream
+}
+
+func (o *openStreams) add(key string, s *simClientStream) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.m == nil {
+		o.m = map[string]*simClientStream{}
+	}
+	for k, old := range o.m {
+		if old.link == s.link {
+			delete(o.m, k) // one stream per link at a time
+		}
+	}
+	o.m[key] = s
+}
+
+func (o *openStreams) get(key string) *simClientStream {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.m[key]
+}
+
+// cutAtDeliver is the recv-break fault, at a relay stream receiver's
+// stream.deliver gate (p: the item read and claimed, not yet delivered):
+// drawn per item from the seed's recv-break sub-seed, it breaks the
+// stream there, as the sender's next write breaking or its watchdog
+// firing would: the receiver's stream context is cancelled before the
+// delivery goes on, and the sender's next operation on the stream fails
+// (the writer resends what was not acknowledged on a new one). forced
+// breaks it whatever the draw (the rapid machine's action).
+func (h *nodeHooks) cutAtDeliver(ctx context.Context, p system.Point, forced bool) bool {
+	c := h.c
+	if c.Trace.Frozen() {
+		return false
+	}
+	if !forced {
+		if !c.faults.on || c.faults.mix.RecvBreak <= 0 {
+			return false
+		}
+		key := h.node + "|" + p.Key
+		k := c.faults.occurrence("recv-break|" + key)
+		if !decide(c.seeds.faults.Derive(drawRecvBreak), c.faults.mix.RecvBreak, key, k) {
+			return false
+		}
+	}
+	rs, _ := ctx.Value(serverRelayStreamKey{}).(*serverRelayStream)
+	if rs == nil {
+		return false
+	}
+	link, _, _ := strings.Cut(p.Key, " #")
+	cs := c.openStreams.get(link + " " + rs.attempt)
+	if cs == nil {
+		return false
+	}
+	cs.mu.Lock()
+	if cs.dead || cs.cut != nil {
+		cs.mu.Unlock()
+		return false
+	}
+	cs.cut = status.Errorf(codes.Unavailable, "simulated %s on %s at %s", model.FaultRecvBreak, cs.id, p.Key)
+	cs.mu.Unlock()
+	rs.cancel()
+	cs.cancel()
+	kind := model.FaultRecvBreak
+	if c.breaks.count(cs.link, false) >= c.relayAttempts {
+		kind = model.FaultStreamGiveUp
+	}
+	c.coverage.recvBreak()
+	c.inject(injection{node: h.node, what: fmt.Sprintf("%s %s at %s", model.FaultRecvBreak, cs.id, p.Key), record: c.linkFault(kind, cs.h.node, h.node)})
+	return true
+}
+
+// BreakNextDelivery makes the next relay stream item that reaches its
+// receiver's stream.deliver gate (read and claimed, not yet delivered)
+// break its stream there, whatever the seed draws: the rapid machine's
+// and the scenarios' recv-break. Call it from the bubble.
+func (c *Cluster) BreakNextDelivery() {
+	c.faults.mu.Lock()
+	defer c.faults.mu.Unlock()
+	c.forcedCuts++
+}
+
+// takeForcedCut consumes a break BreakNextDelivery asked for, if any.
+func (c *Cluster) takeForcedCut() bool {
+	c.faults.mu.Lock()
+	defer c.faults.mu.Unlock()
+	if c.forcedCuts == 0 {
+		return false
+	}
+	c.forcedCuts--
+	return true
 }

@@ -36,6 +36,7 @@ func TestSwarmKindsHoldStill(t *testing.T) {
 			m.DropRequest, m.DropResponse, m.Duplicate, m.Delay = 0, 0, 0, 0
 		}, nil},
 		{"redis-errors", func(b *FaultBounds) { b.RedisErrors = 0 }, func(m *FaultMix) { m.RedisError = 0 }, nil},
+		{"recv-break", func(b *FaultBounds) { b.RecvBreaks = 0 }, func(m *FaultMix) { m.RecvBreak = 0 }, nil},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			on := 0

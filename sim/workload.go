@@ -76,9 +76,44 @@ func Generate(seed Seed, w WorkloadConfig) Workload {
 			g.churn(t)
 		}
 	}
+	wl.Actions = quietRooms(seed.Derive("quiet-rooms"), wl.Rooms, wl.Actions)
 	wl.Actions = append(wl.Actions, planBadNames(seed, wl.Users, wl.Rooms, w.Nodes, start, w.Duration)...)
 	sort.SliceStable(wl.Actions, func(i, j int) bool { return wl.Actions[i].At < wl.Actions[j].At })
 	return wl
+}
+
+// quietRooms makes some rooms quiet: each room, drawn from its own
+// sub-seed (so that no other draw moves), is quiet with probability 1/3,
+// and a quiet room keeps one send in 6 to 15 of those generated for it,
+// a message every second or two at the default rate. Busy rooms fill a
+// lost relay's gap with their next live message within the live bound; in
+// a quiet room a message is often the last one for a while, and what
+// becomes of its relay shows (a stream item lost between its read and
+// its delivery is only caught there).
+func quietRooms(seed Seed, rooms []string, actions []Action) []Action {
+	r := seed.Rand()
+	every := map[string]int{}
+	for _, room := range rooms {
+		quiet, n := r.IntN(3) == 0, 6+r.IntN(10)
+		if quiet {
+			every[room] = n
+		}
+	}
+	if len(every) == 0 {
+		return actions
+	}
+	sent := map[string]int{}
+	out := actions[:0]
+	for _, a := range actions {
+		if n, quiet := every[a.Room]; quiet && a.Kind == ActSend {
+			sent[a.Room]++
+			if sent[a.Room]%n != 1 {
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 type gen struct {

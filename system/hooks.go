@@ -28,6 +28,13 @@ const (
 	PointSessionClose = "session.close" // a session is about to be unregistered
 	PointRefresh      = "refresh"       // a periodic refresh of routes and registry
 	PointSessionLock  = "session.lock"  // an operation is about to take a session's lock
+	// PointStreamDeliver: a relay stream's receiver read an item and
+	// claimed it (its ack will cover it) and is about to deliver it. The
+	// gate's ctx is the stream's: an embedder may break the stream here
+	// (the model checker and the fault injector do), as a sender's next
+	// write breaking or its watchdog firing would. Key is the item's
+	// "link #linkseq".
+	PointStreamDeliver = "stream.deliver"
 )
 
 // Hooks lets the program embedding a node observe and pace it at its

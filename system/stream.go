@@ -583,6 +583,7 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 		// a stream cancelled between the read and the delivery (the
 		// sender's next write broke, its watchdog fired) must not make it
 		// skip the recipients.
+		n.hooks.Gate(s.Context(), Point{Node: n.cfg.NodeID, Kind: PointStreamDeliver, Key: fmt.Sprintf("%s #%d", it.Link, it.LinkSeq), Msg: messageOf(it.Message)})
 		ctx := WithLabel(n.ctx, fmt.Sprintf("recv stream %s #%d", it.Link, it.LinkSeq))
 		n.deliverLocal(ctx, it.Message, it.Recipients)
 		processed++

@@ -77,6 +77,8 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
 	fs.IntVar(&c.Bounds.Forgeries, "max-forgeries", c.Bounds.Forgeries, "most calls with a forged credential (any Chat or Relay method) per run")
 	fs.IntVar(&c.Bounds.Steals, "max-steals", c.Bounds.Steals, "most sends with another user's client message id per run")
+	fs.Float64Var(&c.Bounds.RecvBreaks, "max-recv-break", c.Bounds.RecvBreaks, "highest per-item probability that a relay stream breaks between an item's read and its delivery (stream mode)")
+	fs.IntVar(&c.StreamBacklog, "stream-backlog", c.StreamBacklog, "each node's link backlog bound, queued plus unacknowledged stream items (0: a faulted seed draws it)")
 	return f
 }
 
