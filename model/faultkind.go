@@ -27,6 +27,10 @@ const (
 	FaultVanish      FaultKind = "vanish"       // a client stops reading without closing its stream
 	FaultSlow        FaultKind = "slow"         // a client reads its deliveries slowly for a while
 	FaultForge       FaultKind = "forge"        // a client call with a forged user credential
+	// FaultOverlap: a node restarted (or upgraded) with its new incarnation
+	// started before the old one finished stopping; it spans from the stop
+	// until the new one is up and the old one has stopped.
+	FaultOverlap FaultKind = "overlap"
 )
 
 // Per-operation faults: drawn for one relay call, stream write or Redis
@@ -61,7 +65,7 @@ const (
 
 var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
-	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge,
+	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultOverlap,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,

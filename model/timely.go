@@ -101,6 +101,11 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 			return Violation{}, false
 		}
 	}
+	// A receiver whose smaller limits may have refused the message owes it
+	// through the catch-up only (refused.go); never another message.
+	if s.node != send.Node && j.refused(send, s.node, deadline.t) {
+		return Violation{}, false
+	}
 	// Until the first deadline, any fault on the message's path excuses it.
 	// In the stretch the breaks added, the message is an item on its link
 	// waiting to be written again: what can hold it there is the link giving

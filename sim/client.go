@@ -49,8 +49,19 @@ type Action struct {
 	Node  int
 	MsgID string
 	For   time.Duration
+	// Size pads a send's payload ("m:"+MsgID) to Size bytes (0: unpadded).
+	Size int
 	// As and Token: a forged call's named user and credential form.
 	As, Token string
+}
+
+// payload is a send's payload: "m:"+MsgID, padded with '.' to Size bytes.
+func (a Action) payload() []byte {
+	p := []byte("m:" + a.MsgID)
+	for len(p) < a.Size {
+		p = append(p, '.')
+	}
+	return p
 }
 
 func (a Action) String() string {
@@ -62,6 +73,9 @@ func (a Action) String() string {
 		s += fmt.Sprintf(" n%d", a.Node+1)
 	case ActSend:
 		s += " " + a.Room + " " + a.MsgID
+		if a.Size > 0 {
+			s += fmt.Sprintf(" size=%d", a.Size)
+		}
 	case ActSlow:
 		s += " " + a.For.String()
 	case ActForgeSend, ActForgeJoin:
@@ -240,7 +254,7 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 	case ActSend:
 		cl.c.Stats.Sends++
 		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
-			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: cl.user, ClientMsgId: a.MsgID, Payload: []byte("m:" + a.MsgID)})
+			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: cl.user, ClientMsgId: a.MsgID, Payload: a.payload()})
 			return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate()}, err
 		})
 	case ActForgeSend:
@@ -336,6 +350,9 @@ func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err
 	cl.mu.Unlock()
 	ev := model.Event{Time: c.Now(), Kind: callKinds[a.Kind], User: a.named(cl.user), Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: r.seq,
 		Duplicate: r.duplicate, Node: c.nodes[node].id, Tries: tries, Invoked: inv.at, InvokedLine: inv.line}
+	if a.Kind == ActSend {
+		ev.Size = len(a.payload())
+	}
 	res := fmt.Sprintf("ok seq=%d", r.seq)
 	if err != nil {
 		ev.Err = status.Code(err).String()

@@ -8,10 +8,13 @@ import (
 
 // Result is what a run produced.
 type Result struct {
-	Config     Config
-	Mix        FaultMix
-	Cost       CostModel
-	Channels   int // gRPC connections per peer (drawn or set)
+	Config   Config
+	Mix      FaultMix
+	Cost     CostModel
+	Channels int // gRPC connections per peer (drawn or set)
+	// Limits are the nodes' drawn limits and protocols (nil: not a mixed
+	// cluster; DrawLimits).
+	Limits     []NodeLimits
 	Faults     []Fault
 	History    *model.History
 	Violations []model.Violation
@@ -35,7 +38,9 @@ type Result struct {
 	// goroutines left behind).
 	BubbleErr error
 	Err       error
-	notes     []string // for the banner (see WholeTrace)
+	// Coverage counts the run's conditions of interest (coverage.go).
+	Coverage Coverage
+	notes    []string // for the banner (see WholeTrace)
 }
 
 // Failed reports whether the run violated a property or did not complete.

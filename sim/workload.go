@@ -38,7 +38,7 @@ type Workload struct {
 // rooms and connect), then sends and churn until Duration.
 func Generate(seed Seed, w WorkloadConfig) Workload {
 	r := seed.Rand()
-	g := &gen{r: r, w: w, member: map[string]map[string]bool{}, msgs: map[string]int{}}
+	g := &gen{r: r, sizes: seed.Derive("sizes").Rand(), w: w, member: map[string]map[string]bool{}, msgs: map[string]int{}}
 	wl := Workload{Users: names("u", w.Users), Rooms: names("r", w.Rooms)}
 	g.wl = &wl
 	for _, room := range wl.Rooms {
@@ -66,7 +66,10 @@ func Generate(seed Seed, w WorkloadConfig) Workload {
 }
 
 type gen struct {
-	r      *rand.Rand
+	r *rand.Rand
+	// sizes draws the sends' payload sizes (its own sub-seed: the other
+	// draws do not move).
+	sizes  *rand.Rand
 	w      WorkloadConfig
 	wl     *Workload
 	member map[string]map[string]bool
@@ -93,7 +96,18 @@ func (g *gen) send(t time.Duration) {
 	}
 	g.msgs[u]++
 	room := rooms[g.r.IntN(len(rooms))]
-	g.add(Action{At: t, User: u, Kind: ActSend, Room: room, MsgID: fmt.Sprintf("%s-m%d", u, g.msgs[u]), Node: g.r.IntN(g.w.Nodes)})
+	g.add(Action{At: t, User: u, Kind: ActSend, Room: room, MsgID: fmt.Sprintf("%s-m%d", u, g.msgs[u]), Node: g.r.IntN(g.w.Nodes), Size: g.size()})
+}
+
+// size draws a send's payload size: a quarter of the sends are padded to
+// 32..512 bytes (within the default MaxPayload, beyond the smallest a
+// mixed cluster draws, DrawLimits), the others keep their short payload.
+func (g *gen) size() int {
+	padded, n := g.sizes.IntN(4) == 0, 32+g.sizes.IntN(481)
+	if !padded {
+		return 0
+	}
+	return n
 }
 
 func (g *gen) churn(t time.Duration) {

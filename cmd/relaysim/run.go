@@ -74,6 +74,8 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
 	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
 	fs.IntVar(&c.Bounds.Forgeries, "max-forgeries", c.Bounds.Forgeries, "most client calls with a forged user credential per run")
+	fs.Float64Var(&c.Overlap, "overlap", c.Overlap, "probability that a crash or upgrade restarts the node with its new incarnation started before the old one has stopped")
+	fs.Float64Var(&c.Mixed, "mixed", c.Mixed, "share of seeds whose nodes differ in limits (MaxPayload, MaxRecipients) and protocol version, as during a config rollout")
 	return f
 }
 
