@@ -118,6 +118,7 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"pause":       m.pause,
 		"slowClient":  m.slowClient,
 		"upgrade":     m.upgrade,
+		"overlap":     m.overlap,
 		"":            m.invariants,
 	})
 	m.finish(rt)
@@ -148,8 +149,17 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 	for i := range versions {
 		versions[i] = rapid.SampledFrom([]int{3, 3, 2, 1}).Draw(rt, "protocol")
 	}
+	// Mixed limits, as during a config rollout: some nodes refuse a long
+	// payload or a call naming many recipients (0 keeps the default).
+	limits := make([]sim.NodeLimits, nodes)
+	for i := range limits {
+		limits[i] = sim.NodeLimits{
+			MaxPayload:    rapid.SampledFrom([]int{0, 0, 64, 200}).Draw(rt, "max-payload"),
+			MaxRecipients: rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(rt, "max-recipients"),
+		}
+	}
 	c, err := sim.NewCluster(sim.ClusterConfig{
-		Seed: sim.Seed(rapid.Uint64().Draw(rt, "seed")), Mode: mode, Nodes: nodes, Versions: versions,
+		Seed: sim.Seed(rapid.Uint64().Draw(rt, "seed")), Mode: mode, Nodes: nodes, Versions: versions, Limits: limits,
 		Executor: system.ExecutorConfig{Core: 1, Max: 3, Queue: 2, KeepAlive: 5 * time.Second},
 		Node:     func(nc *system.Config) { nc.OutboxSize = 16 },
 		Cost:     sim.DefaultCost(), Mix: mix,
@@ -222,7 +232,13 @@ func (m *machine) vanish(rt *rapid.T) {
 
 func (m *machine) send(rt *rapid.T) {
 	m.msgs++
-	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSend, Room: m.room(rt), Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
+	m.act(rt, sim.Action{User: m.user(rt), Kind: sim.ActSend, Room: m.room(rt), Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs), Size: m.size(rt)})
+}
+
+// size draws a send's payload size: mostly short, sometimes over a small
+// node's limit (0: the unpadded payload).
+func (m *machine) size(rt *rapid.T) int {
+	return rapid.SampledFrom([]int{0, 0, 0, 100, 300}).Draw(rt, "size")
 }
 
 // burst makes every user send at the same instant: a dense moment where
@@ -231,7 +247,7 @@ func (m *machine) burst(rt *rapid.T) {
 	room := m.room(rt)
 	for _, u := range m.users {
 		m.msgs++
-		m.c.Do(sim.Action{At: m.c.Now(), User: u, Kind: sim.ActSend, Room: room, Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
+		m.c.Do(sim.Action{At: m.c.Now(), User: u, Kind: sim.ActSend, Room: room, Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs), Size: m.size(rt)})
 	}
 	m.c.Sched.RunFor(rapid.SampledFrom([]time.Duration{0, 5 * time.Millisecond, time.Second}).Draw(rt, "then"))
 }
@@ -279,6 +295,17 @@ func (m *machine) upgrade(rt *rapid.T) {
 	i := m.node(rt)
 	v := rapid.IntRange(1, 3).Draw(rt, "to")
 	m.inject(rt, sim.Fault{Kind: model.FaultUpgrade, Node: i, Protocol: v})
+}
+
+// overlap restarts a node gracefully (with the same or another protocol
+// version) with its new incarnation started before the old one has
+// finished stopping: while the old one deregisters, lagging a drawn while
+// after each of its stop commands.
+func (m *machine) overlap(rt *rapid.T) {
+	i := m.node(rt)
+	v := rapid.IntRange(1, 3).Draw(rt, "to")
+	lag := rapid.SampledFrom([]time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond}).Draw(rt, "lag")
+	m.inject(rt, sim.Fault{Kind: model.FaultUpgrade, Node: i, Protocol: v, Overlap: true, Lag: lag})
 }
 
 func (m *machine) flushRoutes(rt *rapid.T) { m.inject(rt, sim.Fault{Kind: model.FaultRouteFlush}) }
