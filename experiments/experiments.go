@@ -217,7 +217,8 @@ func SendersPerNode(seed sim.Seed, room, n int) []int {
 
 // Config is the simulation config of a condition in a mode: the seed's
 // pool (core 30, max 200, queue 1000, caller-runs, keep-alive 60 s), no
-// faults, the calibrated cost model.
+// faults, the calibrated cost model, and a uniform cluster (no mixed
+// limits, no overlapping restarts: the seed's cluster is one build).
 func Config(o Options, mode system.Mode, users int, actions []sim.Action, load time.Duration) sim.Config {
 	cfg := sim.DefaultConfig()
 	cfg.Seed, cfg.Mode, cfg.Nodes = o.Seed, mode, Nodes
@@ -225,6 +226,7 @@ func Config(o Options, mode system.Mode, users int, actions []sim.Action, load t
 	cfg.Duration = warmUp + load
 	cfg.Drain = o.Drain
 	cfg.Bounds = sim.NoFaults()
+	cfg.Mixed, cfg.Overlap = 0, 0
 	cfg.Executor = pool
 	cfg.OutboxSize = system.DefaultConfig().OutboxSize
 	cfg.SampleEvery = time.Second

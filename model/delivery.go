@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // judge is what the delivery checkers share: the room logs indexed by seq
@@ -15,6 +16,9 @@ type judge struct {
 	byMsg   map[string]Fault    // per-operation faults by message, built on demand
 	seqs    map[string][]uint64 // each room's log seqs, sorted (logSeqs)
 	users   map[string][]string // each room's members, sorted (roomUsers)
+	// connectsTo holds, per node, when each user first tried to connect
+	// to it (refused.go), built on demand.
+	connectsTo map[string]map[string]time.Duration
 }
 
 func newJudge(h *History) *judge {

@@ -28,6 +28,10 @@ const (
 	FaultSlow        FaultKind = "slow"         // a client reads its deliveries slowly for a while
 	FaultForge       FaultKind = "forge"        // a client call with a forged user credential
 	FaultSteal       FaultKind = "steal"        // a client's own send with another user's message id and its own payload
+	// FaultOverlap: a node restarted (or upgraded) with its new incarnation
+	// started before the old one finished stopping; it spans from the stop
+	// until the new one is up and the old one has stopped.
+	FaultOverlap FaultKind = "overlap"
 )
 
 // Per-operation faults: drawn for one relay call, stream write or Redis
@@ -73,7 +77,7 @@ const (
 
 var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
-	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal,
+	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,

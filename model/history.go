@@ -118,6 +118,8 @@ type Event struct {
 	FromLog bool
 	// Duplicate is a send ack's duplicate flag.
 	Duplicate bool
+	// Size is a send's payload size in bytes, as the client sent it.
+	Size int
 	// Tries is how many times the client tried the call (1: no retry).
 	Tries int
 	// Cursors are the per-room cursors a connect sent.
@@ -276,13 +278,27 @@ type Version struct {
 	Protocol int
 }
 
+// Limits says that node's incarnation started at From refuses a relayed
+// message whose payload is longer than MaxPayload bytes, or a relay call
+// (a bulk call, a stream item) naming more than MaxRecipients recipients,
+// as the harness configured it (system.Config). During a config rollout
+// nodes differ.
+type Limits struct {
+	Node                      string
+	From                      time.Duration
+	MaxPayload, MaxRecipients int
+}
+
 // History is everything a run recorded for the checkers.
 type History struct {
 	Mode string // the configured relay mode: "single", "bulk" or "stream"
 	// Versions are the nodes' protocol versions over time, in start order
 	// (none: every node the latest).
 	Versions []Version
-	Events   []Event
+	// Limits are the nodes' limits over time, in start order (none: no
+	// node refuses what a client may send).
+	Limits []Limits
+	Events []Event
 	// Deliveries holds deliveries compactly (the simulator records them
 	// there, not in Events); read every delivery with EachDelivery.
 	Deliveries *DeliveryLog

@@ -15,7 +15,9 @@ import (
 // fault (extended by its kind's recovery time) touched the sender's node,
 // the member's node, Redis or the member in that stretch (a crash, pause or
 // partition of any node counts: relays to it hold the workers of every
-// sender), and no per-operation fault hit an operation of the message. A delivery from the
+// sender), and no per-operation fault hit an operation of the message; a
+// member on a node whose smaller limits may have refused the message is
+// owed it through the catch-up only (refused.go). A delivery from the
 // log within the bound counts: a live push of a later seq fills the gap
 // before it (relays of consecutive messages may overtake each other), and a
 // catch-up lands inside the bound only by coincidence; a broken relay path
@@ -106,6 +108,11 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 		if _, ok := connectedThrough(ss, instant{send.Invoked - bound, 0}, deadline); !ok {
 			return Violation{}, false
 		}
+	}
+	// A receiver whose smaller limits may have refused the message owes it
+	// through the catch-up only (refused.go); never another message.
+	if s.node != send.Node && j.refused(send, s.node, deadline.t) {
+		return Violation{}, false
 	}
 	// Until the first deadline, any fault on the message's path excuses it.
 	// In the stretch the breaks added, the message is an item on its link

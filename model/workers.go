@@ -217,7 +217,7 @@ func (e expectation) rangeText() string {
 
 func (j *judge) crashedAfter(send Event) bool {
 	for _, f := range j.h.Faults {
-		if (f.Kind == FaultCrash || f.Kind == FaultUpgrade) && f.From >= send.Invoked && f.touchesNode(send.Node) {
+		if (f.Kind == FaultCrash || f.Kind == FaultUpgrade || f.Kind == FaultOverlap) && f.From >= send.Invoked && f.touchesNode(send.Node) {
 			return true
 		}
 	}

@@ -128,6 +128,7 @@ func runMachine(rt *rapid.T, mode system.Mode) {
 		"badName":     m.badName,
 		"forge":       m.forge,
 		"recvBreak":   m.recvBreak,
+		"overlap":     m.overlap,
 		"":            m.invariants,
 	})
 	m.finish(rt)
@@ -165,8 +166,17 @@ func newMachine(rt *rapid.T, mode system.Mode) *machine {
 	for i := range versions {
 		versions[i] = rapid.SampledFrom([]int{3, 3, 2, 1}).Draw(rt, "protocol")
 	}
+	// Mixed limits, as during a config rollout: some nodes refuse a long
+	// payload or a call naming many recipients (0 keeps the default).
+	limits := make([]sim.NodeLimits, nodes)
+	for i := range limits {
+		limits[i] = sim.NodeLimits{
+			MaxPayload:    rapid.SampledFrom([]int{0, 0, 64, 200}).Draw(rt, "max-payload"),
+			MaxRecipients: rapid.SampledFrom([]int{0, 0, 1, 2}).Draw(rt, "max-recipients"),
+		}
+	}
 	c, err := sim.NewCluster(sim.ClusterConfig{
-		Seed: sim.Seed(rapid.Uint64().Draw(rt, "seed")), Mode: mode, Nodes: nodes, Versions: versions,
+		Seed: sim.Seed(rapid.Uint64().Draw(rt, "seed")), Mode: mode, Nodes: nodes, Versions: versions, Limits: limits,
 		Executor: system.ExecutorConfig{Core: 1, Max: 3, Queue: 2, KeepAlive: 5 * time.Second},
 		Node:     func(nc *system.Config) { nc.OutboxSize = 16 },
 		Cost:     sim.DefaultCost(), Mix: mix,
@@ -239,7 +249,7 @@ func (m *machine) vanish(rt *rapid.T) {
 
 func (m *machine) send(rt *rapid.T) {
 	m.msgs++
-	a := sim.Action{User: m.user(rt), Kind: sim.ActSend, Room: m.room(rt), Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)}
+	a := sim.Action{User: m.user(rt), Kind: sim.ActSend, Room: m.room(rt), Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs), Size: m.size(rt)}
 	m.sent = append(m.sent, sentMsg{a.User, a.Room, a.MsgID})
 	m.act(rt, a)
 }
@@ -290,7 +300,7 @@ func (m *machine) burst(rt *rapid.T) {
 	for _, u := range m.users {
 		m.msgs++
 		m.sent = append(m.sent, sentMsg{u, room, fmt.Sprintf("m%d", m.msgs)})
-		m.c.Do(sim.Action{At: m.c.Now(), User: u, Kind: sim.ActSend, Room: room, Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs)})
+		m.c.Do(sim.Action{At: m.c.Now(), User: u, Kind: sim.ActSend, Room: room, Node: m.node(rt), MsgID: fmt.Sprintf("m%d", m.msgs), Size: m.size(rt)})
 	}
 	m.c.Sched.RunFor(rapid.SampledFrom([]time.Duration{0, 5 * time.Millisecond, time.Second}).Draw(rt, "then"))
 }
@@ -375,6 +385,17 @@ func (m *machine) upgrade(rt *rapid.T) {
 	m.inject(rt, sim.Fault{Kind: model.FaultUpgrade, Node: i, Protocol: v})
 }
 
+// overlap restarts a node gracefully (with the same or another protocol
+// version) with its new incarnation started before the old one has
+// finished stopping: while the old one deregisters, lagging a drawn while
+// after each of its stop commands.
+func (m *machine) overlap(rt *rapid.T) {
+	i := m.node(rt)
+	v := rapid.IntRange(1, 3).Draw(rt, "to")
+	lag := rapid.SampledFrom([]time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond}).Draw(rt, "lag")
+	m.inject(rt, sim.Fault{Kind: model.FaultUpgrade, Node: i, Protocol: v, Overlap: true, Lag: lag})
+}
+
 func (m *machine) flushRoutes(rt *rapid.T) { m.inject(rt, sim.Fault{Kind: model.FaultRouteFlush}) }
 
 func (m *machine) redisOutage(rt *rapid.T) {
@@ -454,4 +475,10 @@ func (m *machine) banner(when string, vs []model.Violation) string {
 			"(the checks again from their base seed, down to the same shrunk case; the -rapid.failfile rapid prints below replays the shrunk case at once)"},
 		Commit: fmt.Sprintf("a seed belongs to its commit (%s); rapid's fail files in testdata/rapid are kept as regression cases.", commit()),
 	}.String()
+}
+
+// size draws a send's payload size: mostly short, sometimes over a small
+// node's limit (0: the unpadded payload).
+func (m *machine) size(rt *rapid.T) int {
+	return rapid.SampledFrom([]int{0, 0, 0, 100, 300}).Draw(rt, "size")
 }

@@ -94,7 +94,17 @@ func Recovery(cfg system.Config) map[model.FaultKind]time.Duration {
 	// A stream broken at its receiver (recv-break) fails at the sender
 	// only at its next write or at its close for the ack: with no new
 	// item, when the stream has lingered.
+	// An overlapping restart ends when the new incarnation is up and the
+	// old one has stopped: nothing is down and no dial fails meanwhile
+	// (the address always has a listener), so a relay that still names
+	// the old incarnation fails at once (connections closed, or the new
+	// one refuses the old epoch), reads the registry again and reaches
+	// the new one after one back-off; a stream link resends likewise.
+	// Not the registry's refresh interval: a correct relay never waits
+	// for the next heartbeat.
+	overlap := resend
 	return map[model.FaultKind]time.Duration{
+		model.FaultOverlap:      overlap,
 		model.RecoveryDefault:   reconnect,
 		model.FaultStreamBreak:  resend,
 		model.FaultRecvBreak:    cfg.StreamLinger + resend,

@@ -54,13 +54,23 @@ func (c *Cluster) Inject(f Fault) {
 	c.inject(injection{node: "chaos", what: f.String(), record: c.timedRecord(f)})
 	switch f.Kind {
 	case model.FaultCrash:
+		if f.Overlap {
+			if err := c.Replace(f.Node, c.nodes[f.Node].protocol, &Overlap{Lag: f.Lag}); err != nil {
+				c.Trace.Event(c.Now(), "chaos", "restart n%d failed: %v", f.Node+1, err)
+			}
+			break
+		}
 		c.Crash(f.Node)
 	case model.FaultRestart:
 		if err := c.Restart(f.Node); err != nil {
 			c.Trace.Event(c.Now(), "chaos", "restart n%d failed: %v", f.Node+1, err)
 		}
 	case model.FaultUpgrade:
-		if err := c.Upgrade(f.Node, f.Protocol); err != nil {
+		var o *Overlap
+		if f.Overlap {
+			o = &Overlap{Lag: f.Lag}
+		}
+		if err := c.Replace(f.Node, f.Protocol, o); err != nil {
 			c.Trace.Event(c.Now(), "chaos", "upgrade n%d failed: %v", f.Node+1, err)
 		}
 	case model.FaultPartition:

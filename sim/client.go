@@ -78,8 +78,19 @@ type Action struct {
 	Node  int
 	MsgID string
 	For   time.Duration
+	// Size pads a send's payload ("m:"+MsgID) to Size bytes (0: unpadded).
+	Size int
 	// As and Token: a forged call's named user and credential form.
 	As, Token string
+}
+
+// payload is a send's payload: "m:"+MsgID, padded with '.' to Size bytes.
+func (a Action) payload() []byte {
+	p := []byte("m:" + a.MsgID)
+	for len(p) < a.Size {
+		p = append(p, '.')
+	}
+	return p
 }
 
 func (a Action) String() string {
@@ -91,6 +102,9 @@ func (a Action) String() string {
 		s += fmt.Sprintf(" n%d", a.Node+1)
 	case ActSend, ActSteal:
 		s += " " + a.Room + " " + a.MsgID
+		if a.Size > 0 {
+			s += fmt.Sprintf(" size=%d", a.Size)
+		}
 	case ActSlow:
 		s += " " + a.For.String()
 	case ActForgeSend, ActForgeJoin, ActForgeLeave, ActForgeCreate, ActForgeConnect, ActForgeRelay, ActForgeRelayBulk, ActForgeRelayStream:
@@ -425,13 +439,13 @@ func relayForgery(k ActionKind) bool {
 	return k == ActForgeRelay || k == ActForgeRelayBulk || k == ActForgeRelayStream
 }
 
-// payload is what a send carries: its own message's ("m:" and its id) or
-// a steal's (the stealer's own, steal.go).
+// payload is what a send carries: its own message's ("m:" and its id,
+// padded to its Size) or a steal's (the stealer's own, steal.go).
 func (cl *Client) payload(a Action) []byte {
 	if a.Kind == ActSteal {
 		return stealPayload(cl.user, a.MsgID)
 	}
-	return []byte("m:" + a.MsgID)
+	return a.payload()
 }
 
 // sent is what the history keeps of a send's content: its payload's
@@ -465,6 +479,9 @@ func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err
 	if fc, forged := forgeCallOf(a.Kind); forged {
 		ev.Cred = a.Token
 		c.coverage.forged(fc.name)
+	}
+	if a.Kind == ActSend || a.Kind == ActSteal {
+		ev.Size = len(cl.payload(a))
 	}
 	res := fmt.Sprintf("ok seq=%d", r.seq)
 	if err != nil {

@@ -42,6 +42,10 @@ type ClusterConfig struct {
 	// Versions is the relay protocol version each node starts with (index
 	// i for node i); missing or 0 means the latest.
 	Versions []int
+	// Limits is each node's limits in a mixed cluster (index i for node
+	// i; zero fields keep the defaults). The oracle is told every
+	// incarnation's limits (model.History.Limits).
+	Limits []NodeLimits
 	// History, when set, receives the history as it is recorded.
 	History io.Writer
 	// Story keeps what the trace tells as typed events (Cluster.Story):
@@ -102,6 +106,9 @@ type Cluster struct {
 type Stats struct {
 	Sends, SendsOK, Deliveries, Relays, RelayErrors, FaultsInjected int
 	Crashes, Restarts                                               int
+	// Overlaps counts restarts and upgrades whose new incarnation started
+	// before the old one had stopped.
+	Overlaps int
 }
 
 type simNode struct {
@@ -225,6 +232,11 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		c.cfg.Node(&cfg)
 	}
 	cfg.NodeID, cfg.Advertise, cfg.Mode, cfg.Protocol = sn.id, sn.id, c.cfg.Mode, sn.protocol
+	if sn.idx < len(c.cfg.Limits) {
+		l := c.cfg.Limits[sn.idx]
+		setDefault(&cfg.MaxPayload, l.MaxPayload)
+		setDefault(&cfg.MaxRecipients, l.MaxRecipients)
+	}
 	cfg.ClusterToken = clusterToken
 	cfg.UserSecret = c.userSecret
 	if c.cfg.Executor.Max > 0 {
@@ -271,6 +283,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
 	c.tell(sn.id, NodeUp{Epoch: sn.epoch, Mode: c.cfg.Mode, Protocol: sn.protocol, RelaysIn: n.Mode()})
 	c.rec.version(model.Version{Node: sn.id, From: c.Now(), Protocol: sn.protocol})
+	c.rec.limits(model.Limits{Node: sn.id, From: c.Now(), MaxPayload: cfg.MaxPayload, MaxRecipients: cfg.MaxRecipients})
 	c.rec.endFault(model.FaultCrash, sn.id, c.Now())
 	c.rec.endFault(model.FaultUpgrade, sn.id, c.Now())
 	return nil
@@ -281,7 +294,22 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 // streams are closed and its clients reconnect elsewhere), then a new one
 // starts with v. A node that is down comes back with v at its restart. Call
 // it from a gated goroutine (the chaos injector) or through drive.
-func (c *Cluster) Upgrade(i, v int) error {
+func (c *Cluster) Upgrade(i, v int) error { return c.Replace(i, v, nil) }
+
+// Overlap makes a restart overlap incarnations (Replace): Lag holds the
+// stopping incarnation after each Redis command of its stop.
+type Overlap struct{ Lag time.Duration }
+
+// Replace restarts node i gracefully with relay protocol version v (its
+// own for a plain restart). With an overlap, as an orchestrator that starts
+// the new process as soon as it has told the old one to stop, the new
+// incarnation starts once the old one has begun to deregister (its
+// refresh loop has ended and its sessions are closed), while it is still
+// deregistering and draining its calls (held overlap.Lag after each Redis
+// command of its stop); the oracle sees an overlap fault
+// (model.FaultOverlap) from the stop until the new incarnation is up and
+// the old one has stopped.
+func (c *Cluster) Replace(i, v int, overlap *Overlap) error {
 	sn := c.nodes[i]
 	from := sn.protocol
 	sn.protocol = v
@@ -289,18 +317,44 @@ func (c *Cluster) Upgrade(i, v int) error {
 		c.tell(sn.id, NodeUpgrade{From: from, To: v, AtRestart: true})
 		return nil
 	}
-	c.tell(sn.id, NodeUpgrade{From: from, To: v, Epoch: sn.epoch})
-	c.rec.fault(model.Fault{From: c.Now(), To: -1, Kind: model.FaultUpgrade, Nodes: []string{sn.id}})
+	c.tell(sn.id, NodeUpgrade{From: from, To: v, Epoch: sn.epoch, Overlap: overlap != nil})
+	kind := model.FaultUpgrade
+	if overlap != nil {
+		kind = model.FaultOverlap
+		c.Stats.Overlaps++
+	}
+	c.rec.fault(model.Fault{From: c.Now(), To: -1, Kind: kind, Nodes: []string{sn.id}})
 	c.notePeak(sn)
 	// Down while it stops, and starting: a crash meanwhile finds it down
 	// and a restart finds it starting, so no second incarnation starts.
 	sn.up, sn.starting, sn.stopping = false, true, true
-	ctx, cancel := context.WithTimeout(context.Background(), upgradeStopTimeout)
-	sn.n.Stop(ctx)
-	cancel()
-	sn.stopping = false
+	old, oldHooks := sn.n, sn.hooks
+	stop := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), upgradeStopTimeout)
+		old.Stop(ctx)
+		cancel()
+	}
 	c.Stats.Restarts++
-	return c.startNode(sn)
+	if overlap == nil {
+		stop()
+		sn.stopping = false
+		return c.startNode(sn)
+	}
+	deregistering, stopped := make(chan struct{}), make(chan struct{})
+	oldHooks.onStop, oldHooks.stopLag = func() { close(deregistering) }, overlap.Lag
+	go func() {
+		defer close(stopped)
+		stop()
+	}()
+	select {
+	case <-deregistering:
+	case <-stopped:
+	}
+	err := c.startNode(sn)
+	<-stopped
+	sn.stopping = false
+	c.rec.endFault(model.FaultOverlap, sn.id, c.Now())
+	return err
 }
 
 // upgradeStopTimeout bounds a graceful stop before the node is cut hard.
@@ -467,4 +521,12 @@ func (c *Cluster) Snapshot() (*model.History, error) {
 	f, err := c.Final()
 	h.Final = f
 	return &h, err
+}
+
+// setDefault sets *v to x unless x is zero (a field a mixed cluster's
+// node keeps at its default).
+func setDefault(v *int, x int) {
+	if x != 0 {
+		*v = x
+	}
 }

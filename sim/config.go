@@ -53,6 +53,18 @@ type Config struct {
 	// time, evenly spread over the load phase, under the seed's traffic and
 	// faults.
 	Upgrade *Upgrade
+	// Mixed is the share of seeds whose cluster is mixed, as during a
+	// config rollout: nodes differ in MaxPayload, MaxRecipients and (when
+	// Versions and Upgrade leave them free) their protocol version, drawn
+	// from the seed's "limits" sub-seed (DrawLimits).
+	Mixed float64
+	// Overlap is the probability that a crash or an upgrade of the fault
+	// plan overlaps incarnations: the node is stopped gracefully and its
+	// next incarnation starts before the old one has finished stopping (a
+	// crash so drawn becomes such a restart). Each draws from the seed's
+	// "overlap" sub-seed (MarkOverlaps). It is not a fault of its own, so
+	// the calm variant keeps it (its upgrades overlap alike).
+	Overlap float64
 	// Actions, when set, replaces the generated workload.
 	Actions []Action
 	// FixedCost, when set, replaces the seed-drawn cost model.
@@ -86,6 +98,8 @@ func DefaultConfig() Config {
 		Executor:    system.ExecutorConfig{Core: 2, Max: 8, Queue: 16, KeepAlive: 10 * time.Second},
 		OutboxSize:  64,
 		SampleEvery: time.Second,
+		Mixed:       0.25,
+		Overlap:     0.5,
 	}
 }
 
@@ -110,6 +124,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("users must be 1..100000, got %d", c.Users)
 	case c.Rooms < 1:
 		return fmt.Errorf("rooms must be at least 1, got %d", c.Rooms)
+	case c.Overlap < 0 || c.Overlap > 1:
+		return fmt.Errorf("overlap must be a probability in 0..1, got %v", c.Overlap)
+	case c.Mixed < 0 || c.Mixed > 1:
+		return fmt.Errorf("mixed must be a share in 0..1, got %v", c.Mixed)
 	case c.Duration < 0 || c.Drain < 0:
 		return fmt.Errorf("durations must not be negative")
 	case c.Rate < 0 || c.Churn < 0:

@@ -43,6 +43,13 @@ type Coverage struct {
 	// LinkBacklogBound the configured bound (StreamBacklog) of that link:
 	// how close a run came to the bound (see LinkBacklogRatio).
 	LinkBacklogPeak, LinkBacklogBound int
+	// MixedConfigs is 1 when the run's nodes did not all run the same
+	// limits (MaxPayload, MaxRecipients) and protocol version at the
+	// start, as during a config rollout, else 0.
+	MixedConfigs int
+	// OverlappingIncarnations counts restarts and upgrades whose new
+	// incarnation started before the old one had finished stopping.
+	OverlappingIncarnations int
 }
 
 // LinkBacklogRatio is the largest link backlog seen relative to its bound
@@ -167,6 +174,8 @@ func (c Coverage) Items() []CoverageItem {
 		{"forged-calls", forged},
 		{"forged-methods", len(c.Forgeries)},
 		{"recv-breaks", c.RecvBreaks},
+		{"mixed-configs", c.MixedConfigs},
+		{"overlapping-incarnations", c.OverlappingIncarnations},
 		{"backlog-over-half", btoi(2*c.LinkBacklogPeak > c.LinkBacklogBound && c.LinkBacklogBound > 0)},
 	}
 }

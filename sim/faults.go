@@ -153,6 +153,13 @@ type Fault struct {
 	Forge Forgery
 	// Steal is a steal fault's send, made by User's client.
 	Steal Steal
+	// Overlap makes a crash or an upgrade a graceful restart whose new
+	// incarnation starts before the old one has finished stopping; Lag is
+	// how long the stopping incarnation is held after each Redis command
+	// of its stop (a process busy draining, descheduled between its
+	// commands), so that its successor's start lands among them.
+	Overlap bool
+	Lag     time.Duration
 }
 
 func (f Fault) String() string {
@@ -166,12 +173,18 @@ func (f Fault) String() string {
 		}
 		return fmt.Sprintf("partition n%d<->n%d for %v", f.Node+1, f.Peer+1, f.For)
 	case model.FaultCrash, model.FaultPause:
+		if f.Overlap {
+			return fmt.Sprintf("restart n%d overlapping (lag %v)", f.Node+1, f.Lag)
+		}
 		return fmt.Sprintf("%s n%d for %v", f.Kind, f.Node+1, f.For)
 	case model.FaultRedisSpike:
 		return fmt.Sprintf("redis-spike +%v for %v", redisSpikeLatency, f.For)
 	case model.FaultRestart:
 		return fmt.Sprintf("restart n%d", f.Node+1)
 	case model.FaultUpgrade:
+		if f.Overlap {
+			return fmt.Sprintf("upgrade n%d to v%d overlapping (lag %v)", f.Node+1, f.Protocol, f.Lag)
+		}
 		return fmt.Sprintf("upgrade n%d to v%d", f.Node+1, f.Protocol)
 	case model.FaultHeal:
 		if f.Peer < 0 {
@@ -299,3 +312,24 @@ func (d netDraws) hit(kind string, p float64) bool {
 func (d netDraws) delayBy() time.Duration {
 	return time.Duration(1+d.c.seeds.faults.Derive("net").Derive("delay-by").Unit(d.key)*2000) * time.Millisecond
 }
+
+// MarkOverlaps draws, for each crash and upgrade of a plan, whether it
+// overlaps incarnations (probability p) and the stopping incarnation's
+// lag (0 to maxStopLag, in whole milliseconds), from its own seed: every
+// crash and upgrade draws both, so the draws of one fault do not depend
+// on p.
+func MarkOverlaps(seed Seed, fs []Fault, p float64) {
+	r := seed.Rand()
+	for i := range fs {
+		if fs[i].Kind == model.FaultCrash || fs[i].Kind == model.FaultUpgrade {
+			on, lag := r.Float64() < p, time.Duration(r.IntN(int(maxStopLag/time.Millisecond)+1))*time.Millisecond
+			if on {
+				fs[i].Overlap, fs[i].Lag = true, lag
+			}
+		}
+	}
+}
+
+// maxStopLag is the most an overlapping restart's stopping incarnation is
+// held after each command of its stop.
+const maxStopLag = 20 * time.Millisecond

@@ -18,6 +18,9 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 	}
 	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d%s", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions,
 		map[bool]string{true: " calm"}[cfg.Calm])
+	if res.Limits != nil {
+		t.Header("mixed %s", formatLimits(res.Limits))
+	}
 	if v := cfg.startVersions(); len(v) > 0 {
 		upgrade := ""
 		if cfg.Upgrade != nil {

@@ -27,6 +27,12 @@ type nodeHooks struct {
 	streams streamCounter
 	tasks   taskCounter
 	life    incarnationLife
+	// onStop, when set, is called once, before the incarnation's first
+	// Redis command of its stop (its deregistration): Replace starts an
+	// overlapping successor then; stopLag holds the incarnation after
+	// each Redis command of its stop.
+	onStop  func()
+	stopLag time.Duration
 }
 
 var (
@@ -118,7 +124,9 @@ func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(err)
 			return err
 		}
-		return next(ctx, cmd)
+		err := next(ctx, cmd)
+		h.lagStop(ctx)
+		return err
 	}
 }
 
@@ -137,7 +145,9 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			}
 			return err
 		}
-		return next(ctx, cmds)
+		err := next(ctx, cmds)
+		h.lagStop(ctx)
+		return err
 	}
 }
 
@@ -161,8 +171,21 @@ func redisOpID(ctx context.Context, name string, args []any) string {
 // redisGate parks a Redis command of the incarnation made under ctx (units
 // sizes it for the CPU model); afterwards it may fail it (an outage window
 // or a drawn command error).
+// lagStop holds an overlapping restart's stopping incarnation after each
+// Redis command of its stop (see Cluster.Replace).
+func (h *nodeHooks) lagStop(ctx context.Context) {
+	if h.stopLag > 0 && system.Label(ctx) == "stop "+h.node {
+		time.Sleep(h.stopLag)
+	}
+}
+
 func (h *nodeHooks) redisGate(ctx context.Context, id string, units int) error {
 	c, node := h.c, h.node
+	if h.onStop != nil && system.Label(ctx) == "stop "+node {
+		f := h.onStop
+		h.onStop = nil
+		f()
+	}
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: callTie(ctx), Extra: c.faults.spike(c.Now()), Units: units})
 	c.redisClock()
 	if c.Trace.Frozen() {

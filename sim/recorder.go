@@ -124,6 +124,16 @@ func (r *recorder) version(v model.Version) {
 	r.hist.Versions = append(r.hist.Versions, v)
 }
 
+// limits records a node incarnation's limits.
+func (r *recorder) limits(l model.Limits) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trace.Frozen() {
+		return
+	}
+	r.hist.Limits = append(r.hist.Limits, l)
+}
+
 // sample adds a sample of a node taken at a quiescent point.
 func (r *recorder) sample(s model.Sample) {
 	r.mu.Lock()

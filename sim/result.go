@@ -15,12 +15,15 @@ type Result struct {
 	// StreamBacklog is the nodes' link backlog bound (drawn or set; 0:
 	// the default).
 	StreamBacklog int
-	Faults        []Fault
-	History       *model.History
-	Violations    []model.Violation
-	TraceHash     string
-	Trace         *Trace
-	Stats         Stats
+	// Limits are the nodes' drawn limits and protocols (nil: not a mixed
+	// cluster; DrawLimits).
+	Limits     []NodeLimits
+	Faults     []Fault
+	History    *model.History
+	Violations []model.Violation
+	TraceHash  string
+	Trace      *Trace
+	Stats      Stats
 	// Coverage says how often the run showed what the coverage line
 	// reports (coverage.go).
 	Coverage Coverage

@@ -50,6 +50,13 @@ func runInBubble(cfg Config, res *Result) {
 	if cfg.FixedCost != nil {
 		res.Cost = *cfg.FixedCost
 	}
+	res.Limits = DrawLimits(cfg.Seed.Derive("limits"), cfg.Nodes, cfg.Mixed)
+	if res.Limits != nil {
+		res.Coverage.MixedConfigs = 1
+		if len(cfg.startVersions()) == 0 {
+			cfg.Versions = protocolsOf(res.Limits) // the run's copy
+		}
+	}
 	trace := NewTrace(cfg.KeepTrace, 60)
 	res.Trace = trace
 	strategy := newStrategy(cfg)
@@ -63,12 +70,13 @@ func runInBubble(cfg Config, res *Result) {
 	plan := cfg.Seed.Derive("faults").Derive("plan")
 	res.Faults = PlanFaults(plan, res.Mix, cfg.Nodes, users, cfg.Tick*4, cfg.Duration)
 	res.Faults = cfg.Upgrade.plan(res.Faults, cfg.Nodes, cfg.Duration)
+	MarkOverlaps(cfg.Seed.Derive("overlap"), res.Faults, cfg.Overlap)
 	res.Faults = withForgeries(res.Faults, PlanForgeries(plan, res.Mix.Forgeries, users, roomsOf(wl.Actions), cfg.Nodes, cfg.Tick*4, cfg.Duration))
 	res.Faults = withForgeries(res.Faults, PlanSteals(plan, res.Mix.Steals, wl.Actions, cfg.Nodes, cfg.Tick*4, cfg.Duration))
 	header(trace, cfg, res, strategy, len(wl.Actions))
 
 	c, err := NewCluster(ClusterConfig{
-		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Versions: cfg.startVersions(),
+		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Versions: cfg.startVersions(), Limits: res.Limits,
 		Node: func(nc *system.Config) {
 			nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels
 			if res.StreamBacklog > 0 {
@@ -114,6 +122,8 @@ func (res *Result) finish(c *Cluster, id string) {
 	res.Peaks = c.Peaks()
 	res.Stats = c.Stats
 	res.Coverage = c.coverage.snapshot()
+	res.Coverage.MixedConfigs = btoi(res.Limits != nil)
+	res.Coverage.OverlappingIncarnations = c.Stats.Overlaps
 	for _, k := range c.Sched.Collisions {
 		res.Err = fmt.Errorf("gate key parked twice at once (harness bug): %s", k)
 	}

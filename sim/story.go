@@ -54,11 +54,16 @@ type NodeUpgrade struct {
 	From, To  int
 	Epoch     uint64
 	AtRestart bool
+	// Overlap: the new incarnation starts before the old one has stopped.
+	Overlap bool
 }
 
 func (e NodeUpgrade) String() string {
 	if e.AtRestart {
 		return fmt.Sprintf("node.upgrade v%d -> v%d at its restart", e.From, e.To)
+	}
+	if e.Overlap {
+		return fmt.Sprintf("node.upgrade v%d -> v%d epoch=%d overlapping", e.From, e.To, e.Epoch)
 	}
 	return fmt.Sprintf("node.upgrade v%d -> v%d epoch=%d", e.From, e.To, e.Epoch)
 }

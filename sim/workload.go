@@ -44,7 +44,7 @@ type Workload struct {
 // other draw.
 func Generate(seed Seed, w WorkloadConfig) Workload {
 	r := seed.Rand()
-	g := &gen{r: r, w: w, member: map[string]map[string]bool{}, msgs: map[string]int{}, tag: map[string]string{}}
+	g := &gen{r: r, sizes: seed.Derive("sizes").Rand(), w: w, member: map[string]map[string]bool{}, msgs: map[string]int{}, tag: map[string]string{}}
 	wl := Workload{Users: names("u", w.Users), Rooms: names("r", w.Rooms)}
 	tags := wl.Users
 	if w.Names.wide(seed) {
@@ -117,7 +117,10 @@ func quietRooms(seed Seed, rooms []string, actions []Action) []Action {
 }
 
 type gen struct {
-	r      *rand.Rand
+	r *rand.Rand
+	// sizes draws the sends' payload sizes (its own sub-seed: the other
+	// draws do not move).
+	sizes  *rand.Rand
 	w      WorkloadConfig
 	wl     *Workload
 	member map[string]map[string]bool
@@ -147,7 +150,18 @@ func (g *gen) send(t time.Duration) {
 	}
 	g.msgs[u]++
 	room := rooms[g.r.IntN(len(rooms))]
-	g.add(Action{At: t, User: u, Kind: ActSend, Room: room, MsgID: fmt.Sprintf("%s-m%d", g.tag[u], g.msgs[u]), Node: g.r.IntN(g.w.Nodes)})
+	g.add(Action{At: t, User: u, Kind: ActSend, Room: room, MsgID: fmt.Sprintf("%s-m%d", g.tag[u], g.msgs[u]), Node: g.r.IntN(g.w.Nodes), Size: g.size()})
+}
+
+// size draws a send's payload size: a quarter of the sends are padded to
+// 32..512 bytes (within the default MaxPayload, beyond the smallest a
+// mixed cluster draws, DrawLimits), the others keep their short payload.
+func (g *gen) size() int {
+	padded, n := g.sizes.IntN(4) == 0, 32+g.sizes.IntN(481)
+	if !padded {
+		return 0
+	}
+	return n
 }
 
 func (g *gen) churn(t time.Duration) {
