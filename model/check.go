@@ -15,6 +15,7 @@ func Check(h *History) []Violation {
 		CheckTimely,
 		CheckNoPanics,
 		CheckForgedRejected,
+		CheckRelayMode,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -34,7 +35,7 @@ func Check(h *History) []Violation {
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckRelayMode,
 	} {
 		out = append(out, c(h)...)
 	}

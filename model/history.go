@@ -255,6 +255,18 @@ type History struct {
 	// still delay live deliveries (reconnect back-off, route refresh, the
 	// keep-alive of a vanished stream); kinds absent use Recovery[RecoveryDefault].
 	Recovery map[FaultKind]time.Duration
+	// StrictFrom is when the cluster had healed and settled in the
+	// liveness phase (the heal plus a settle time derived from the
+	// configuration): a send invoked from then on is judged for timely
+	// delivery with no fault excuse (0: none is).
+	StrictFrom time.Duration
+	// Relays are the node-to-node relay calls the harness saw (CheckRelayMode).
+	Relays []RelayCall
+	// ModeRefresh is how long after a node's version change a relay
+	// between it and a peer may still use the mode of the peer's previous
+	// incarnation: the registry's refresh interval (0: relay modes are
+	// unchecked).
+	ModeRefresh time.Duration
 	// GoroutineBound returns the most goroutines a node may have at a
 	// sample, from its connections and the pool maximum (nil: unchecked).
 	GoroutineBound func(s Sample) int

@@ -22,12 +22,13 @@ const (
 	PropTimely          = "timely-live-delivery"
 	PropPanics          = "no-task-panics"
 	PropForged          = "forged-rejected"
+	PropRelayMode       = "relay-mode"
 )
 
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropRelayMode, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it
