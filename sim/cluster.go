@@ -86,6 +86,11 @@ type Cluster struct {
 	// (streamhooks.go); relayAttempts is the nodes' RelayAttempts.
 	breaks        linkBreaks
 	relayAttempts int
+	// giveUpBudget is how long a link must have been broken before its
+	// writer may give its items up (GiveUpBudget of the nodes' config).
+	giveUpBudget time.Duration
+	// cov is the run's coverage (coverage.go).
+	cov coverage
 }
 
 // Stats counts what a run did.
@@ -220,7 +225,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor
 	}
-	c.channels, c.relayAttempts = cfg.ChannelsPerPeer, cfg.RelayAttempts
+	c.channels, c.relayAttempts, c.giveUpBudget = cfg.ChannelsPerPeer, cfg.RelayAttempts, GiveUpBudget(cfg)
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	redisHooks, serverOpts := []redis.Hook{h}, h.serverOptions()

@@ -31,6 +31,8 @@ type Result struct {
 	// MaxWait is the longest any op waited for a core (CPU model only);
 	// the live bound grew by ContendedLiveBound of it.
 	MaxWait time.Duration
+	// Coverage counts how often the run showed the widened worlds.
+	Coverage Coverage
 	// BubbleErr is set when the bubble itself failed (a deadlock, or
 	// goroutines left behind).
 	BubbleErr error

@@ -142,6 +142,8 @@ func (res *Result) finish(c *Cluster, id string) {
 		runtime.GC()
 	}
 	res.Violations = model.Check(hist)
+	res.Coverage = c.cov.c
+	res.Coverage.TrafficAfterRecovery = model.StrictSends(hist)
 	res.Live, res.FromLog = model.DeliveryCounts(hist)
 	if len(final.LeftoverGoroutines) > 0 && res.Config.OnLeftovers != nil {
 		// synctest is about to fail the bubble with a dump of every

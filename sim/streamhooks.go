@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -45,6 +46,7 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	link := system.Label(ctx)
 	id := shortMethod(method) + " " + link + " " + attemptOf(ctx)
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id})
+	h.relayCall(method, target, false)
 	ctx, cancel := context.WithCancel(ctx)
 	s := &simClientStream{h: h, id: id, link: link, target: target, cancel: cancel}
 	if c.Net.Blocked(h.node, target) {
@@ -71,6 +73,7 @@ type simClientStream struct {
 	link   string // the link's operation label: "stream n1@1.2#0 ->n2"
 	target string
 	cancel context.CancelFunc
+	items  int // items written on the stream
 }
 
 func (s *simClientStream) SendMsg(m any) error {
@@ -98,8 +101,10 @@ func (s *simClientStream) SendMsg(m any) error {
 	err := s.ClientStream.SendMsg(m)
 	if err != nil {
 		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " " + item + " failed"})
+		return err
 	}
-	return err
+	s.items++
+	return nil
 }
 
 // RecvMsg is the ack, after CloseSend.
@@ -110,53 +115,72 @@ func (s *simClientStream) RecvMsg(m any) error {
 		return err
 	}
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " ack"})
+	switch {
+	case err == nil && s.items > 1:
+		c.covered(func(cv *Coverage) { cv.BatchedWrites++ })
+	case status.Code(err) == codes.InvalidArgument:
+		h.relayCall(relaypb.Relay_RelayStream_FullMethodName, s.target, true)
+	}
 	if err != nil || !c.faults.on {
 		return err
 	}
 	if c.Net.Blocked(s.target, h.node) || c.netDraws(h.node+"|"+s.id+" ack").hit(drawDropResponse, c.faults.mix.DropResponse) {
 		return s.broken("ack-lost", "ack")
 	}
-	c.breaks.count(s.link, true)
+	c.breaks.count(s.link, true, c.Now())
 	return nil
 }
 
 // broken cuts the stream as a lost connection would (why: the trace's
-// reason) and records the fault on the link's path (sender, receiver): it delays the link's items until
-// the writer has resent them. The harness counts the breaks of each link
-// since its last ack came back: after as many as a link has attempts, its
+// reason) and records the fault on the link's path (sender, receiver): it
+// delays the link's items until the writer has resent them. The harness
+// counts the breaks of each link since its last ack came back, and when
+// the first of them was: after as many breaks as a link has attempts, its
 // writer may give its items up, and they arrive only with the next
-// catch-up ("stream-giveup", a longer recovery).
+// catch-up ("stream-giveup", a longer recovery) — but only if the link
+// really was broken for the give-up budget, the back-offs a writer waits
+// between its attempts (giveUpBudget). A writer that spent its attempts
+// faster (new traffic woke it through its back-off) gave up a backlog a
+// short blip should not cost: those breaks stay plain breaks, and the
+// items are due again within the break's recovery.
 func (s *simClientStream) broken(why, what string) error {
 	h, c := s.h, s.h.c
 	s.cancel()
 	kind := model.FaultStreamBreak
-	if c.breaks.count(s.link, false) >= c.relayAttempts {
+	if n, first := c.breaks.count(s.link, false, c.Now()); n >= c.relayAttempts && c.Now()-first >= c.giveUpBudget {
 		kind = model.FaultStreamGiveUp
 	}
 	c.inject(injection{node: h.node, what: fmt.Sprintf("%s %s %s", why, s.id, what), record: c.linkFault(kind, h.node, s.target)})
 	return status.Errorf(codes.Unavailable, "simulated %s on %s", why, s.id)
 }
 
-// linkBreaks counts each relay stream link's breaks since its last ack.
+// linkBreaks counts each relay stream link's breaks since its last ack,
+// and when the first of them came.
 type linkBreaks struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	n     map[string]int
+	first map[string]time.Duration
 }
 
-// count counts a break of link (acked: resets it at an ack that came
-// back) and returns the breaks since the link's last ack.
-func (b *linkBreaks) count(link string, acked bool) int {
+// count counts a break of link at now (acked: resets it at an ack that
+// came back) and returns the breaks since the link's last ack and when
+// the first of them was.
+func (b *linkBreaks) count(link string, acked bool, now time.Duration) (int, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.n == nil {
-		b.n = map[string]int{}
+		b.n, b.first = map[string]int{}, map[string]time.Duration{}
 	}
 	if acked {
 		delete(b.n, link)
-		return 0
+		delete(b.first, link)
+		return 0, now
+	}
+	if b.n[link] == 0 {
+		b.first[link] = now
 	}
 	b.n[link]++
-	return b.n[link]
+	return b.n[link], b.first[link]
 }
 
 // serverRelayStream gates each item a relay stream's handler reads.
