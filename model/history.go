@@ -260,6 +260,12 @@ type History struct {
 	// configuration): a send invoked from then on is judged for timely
 	// delivery with no fault excuse (0: none is).
 	StrictFrom time.Duration
+	// StaleLinkDelay is how much later than LiveBound a strictly judged
+	// stream-mode relay to a node that restarted may arrive: a sender's
+	// link may still be bound for the node's previous incarnation, and
+	// the writer learns of the refusal only when it next writes or closes
+	// the stream (the stream linger).
+	StaleLinkDelay time.Duration
 	// Relays are the node-to-node relay calls the harness saw (CheckRelayMode).
 	Relays []RelayCall
 	// ModeRefresh is how long after a node's version change a relay

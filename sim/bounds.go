@@ -32,6 +32,7 @@ func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
 		h.LiveBound = LiveBound(cost, maxDelay)
 		h.Recovery = Recovery(nc)
 		h.ModeRefresh = ModeRefresh(nc)
+		h.StaleLinkDelay = nc.StreamLinger
 		h.GoroutineBound = GoroutineBound
 		if c.cfg.Mode == system.ModeStream {
 			h.GoroutineBound = StreamGoroutineBound
