@@ -27,6 +27,11 @@ const (
 	FaultVanish      FaultKind = "vanish"       // a client stops reading without closing its stream
 	FaultSlow        FaultKind = "slow"         // a client reads its deliveries slowly for a while
 	FaultForge       FaultKind = "forge"        // a client call with a forged user credential
+	// FaultBlip cuts the link between two nodes both ways for less than a
+	// stream writer's give-up budget. It is not recorded as a timed fault:
+	// what it costs is recorded per operation (a relay call it lost, a
+	// relay stream it broke), so that the writer's back-off is judged.
+	FaultBlip FaultKind = "blip"
 )
 
 // Per-operation faults: drawn for one relay call, stream write or Redis
@@ -61,7 +66,7 @@ const (
 
 var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
-	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge,
+	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultBlip,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,

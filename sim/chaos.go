@@ -66,6 +66,17 @@ func (c *Cluster) Inject(f Fault) {
 	case model.FaultPartition:
 		for _, l := range c.links(f) {
 			c.Net.Cut(l[0], l[1])
+			c.faults.unblip(l) // the partition's heal restores it
+		}
+	case model.FaultBlip:
+		for _, l := range c.links(f) {
+			switch {
+			case !f.End && !c.Net.Blocked(l[0], l[1]):
+				c.Net.Cut(l[0], l[1])
+				c.faults.blip(l)
+			case f.End && c.faults.unblip(l):
+				c.Net.Uncut(l[0], l[1])
+			}
 		}
 	case model.FaultHeal:
 		c.rec.endPartition(c.linkNodes(f), c.Now())
@@ -97,7 +108,7 @@ func (c *Cluster) timedRecord(f Fault) *model.Fault {
 	now := c.Now()
 	mf := &model.Fault{From: now, To: now + f.For, Kind: f.Kind}
 	switch f.Kind {
-	case model.FaultCrash, model.FaultRestart, model.FaultUpgrade, model.FaultForge, model.FaultHeal:
+	case model.FaultCrash, model.FaultRestart, model.FaultUpgrade, model.FaultForge, model.FaultHeal, model.FaultBlip:
 		return nil
 	case model.FaultPartition:
 		mf.To, mf.Nodes = -1, c.linkNodes(f)

@@ -74,6 +74,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
 	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
 	fs.IntVar(&c.Bounds.Forgeries, "max-forgeries", c.Bounds.Forgeries, "most client calls with a forged user credential per run")
+	fs.IntVar(&c.Bounds.Blips, "max-blips", c.Bounds.Blips, "most short cuts of one node-to-node link (shorter than a stream writer's give-up budget) per run")
 	return f
 }
 
