@@ -78,6 +78,9 @@ func (c *Cluster) Inject(f Fault) {
 				c.Net.Uncut(l[0], l[1])
 			}
 		}
+		if !f.End {
+			c.blipBurst(f)
+		}
 	case model.FaultHeal:
 		c.rec.endPartition(c.linkNodes(f), c.Now())
 		for _, l := range c.links(f) {
@@ -97,6 +100,34 @@ func (c *Cluster) Inject(f Fault) {
 		c.Do(Action{At: c.Now(), User: f.User, Kind: ActSlow, For: f.For})
 	case model.FaultForge:
 		c.doNow(f.Forge.action(c.Now(), f.User))
+	}
+}
+
+// blipBurst makes a blip meet traffic, as a blip in production meets
+// the traffic of the moment: a few members of one room send through each
+// end of the blipped link at once, so the links between them have items
+// queued while the blip lasts. The draws come from the blip's own
+// sub-seed, keyed by its time.
+func (c *Cluster) blipBurst(f Fault) {
+	members := c.rec.members()
+	var rooms []string
+	for room, us := range members {
+		if len(us) > 1 {
+			rooms = append(rooms, room)
+		}
+	}
+	if len(rooms) == 0 {
+		return
+	}
+	sort.Strings(rooms)
+	r := c.seeds.faults.Derive("blip-burst").Derive(c.Now().String()).Rand()
+	room := rooms[r.IntN(len(rooms))]
+	for _, node := range []int{f.Node, f.Peer} {
+		for range 3 + r.IntN(4) {
+			u := members[room][r.IntN(len(members[room]))]
+			c.blipSends++
+			c.doNow(Action{At: c.Now(), User: u, Kind: ActSend, Room: room, Node: node, MsgID: fmt.Sprintf("%s-blip%d", u, c.blipSends)})
+		}
 	}
 }
 

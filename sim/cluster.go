@@ -89,6 +89,8 @@ type Cluster struct {
 	// giveUpBudget is how long a link must have been broken before its
 	// writer may give its items up (GiveUpBudget of the nodes' config).
 	giveUpBudget time.Duration
+	// blipSends numbers the sends blips made (chaos.go).
+	blipSends int
 	// cov is the run's coverage (coverage.go).
 	cov coverage
 }
