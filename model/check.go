@@ -16,6 +16,7 @@ func Check(h *History) []Violation {
 		CheckNoPanics,
 		CheckForgedRejected,
 		CheckRelayMode,
+		CheckStreamBackoff,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -35,7 +36,7 @@ func Check(h *History) []Violation {
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckRelayMode,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckRelayMode, CheckStreamBackoff,
 	} {
 		out = append(out, c(h)...)
 	}

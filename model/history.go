@@ -268,6 +268,11 @@ type History struct {
 	StaleLinkDelay time.Duration
 	// Relays are the node-to-node relay calls the harness saw (CheckRelayMode).
 	Relays []RelayCall
+	// LinkEvents are what the harness saw of the relay stream links, in
+	// order (CheckStreamBackoff); RelayBackoff is the writer's back-off
+	// step (0: unchecked).
+	LinkEvents   []LinkEvent
+	RelayBackoff time.Duration
 	// ModeRefresh is how long after a node's version change a relay
 	// between it and a peer may still use the mode of the peer's previous
 	// incarnation: the registry's refresh interval (0: relay modes are

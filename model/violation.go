@@ -23,12 +23,13 @@ const (
 	PropPanics          = "no-task-panics"
 	PropForged          = "forged-rejected"
 	PropRelayMode       = "relay-mode"
+	PropStreamBackoff   = "stream-backoff"
 )
 
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropRelayMode, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropRelayMode, PropStreamBackoff, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it

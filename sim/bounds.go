@@ -36,6 +36,7 @@ func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
 		h.GoroutineBound = GoroutineBound
 		if c.cfg.Mode == system.ModeStream {
 			h.GoroutineBound = StreamGoroutineBound
+			h.RelayBackoff = nc.RelayBackoff
 		}
 	})
 }

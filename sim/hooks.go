@@ -100,6 +100,7 @@ func (h *nodeHooks) Observe(e any) {
 			// harness's count of the link's breaks (it only ever makes
 			// the give-up excuse narrower).
 			c.breaks.count("stream "+e.Link+" ->"+e.Target, true, c.Now())
+			h.linkEvent("stream "+e.Link+" ->"+e.Target, "reset")
 		}
 		res := ""
 		switch {

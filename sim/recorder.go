@@ -136,6 +136,17 @@ func (r *recorder) relay(rc model.RelayCall) {
 	r.hist.Relays = append(r.hist.Relays, rc)
 }
 
+// linkEvent adds what the harness saw of a relay stream link.
+func (r *recorder) linkEvent(e model.LinkEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trace.Frozen() {
+		return
+	}
+	e.TraceLine = r.trace.Lines()
+	r.hist.LinkEvents = append(r.hist.LinkEvents, e)
+}
+
 // strictFrom sets when the liveness phase's strictly judged traffic
 // starts (model.History.StrictFrom).
 func (r *recorder) strictFrom(t time.Duration) {

@@ -47,6 +47,7 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	id := shortMethod(method) + " " + link + " " + attemptOf(ctx)
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id})
 	h.relayCall(method, target, false)
+	h.linkEvent(link, "open")
 	ctx, cancel := context.WithCancel(ctx)
 	s := &simClientStream{h: h, id: id, link: link, target: target, cancel: cancel}
 	if c.Net.Blocked(h.node, target) {
@@ -116,8 +117,13 @@ func (s *simClientStream) RecvMsg(m any) error {
 	}
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " ack"})
 	switch {
-	case err == nil && s.items > 1:
-		c.covered(func(cv *Coverage) { cv.BatchedWrites++ })
+	case err == nil:
+		if s.items > 1 {
+			c.covered(func(cv *Coverage) { cv.BatchedWrites++ })
+		}
+		if !c.faults.on {
+			h.linkEvent(s.link, "ack") // else below, unless the harness loses it
+		}
 	case status.Code(err) == codes.InvalidArgument:
 		h.relayCall(relaypb.Relay_RelayStream_FullMethodName, s.target, true)
 	}
@@ -128,6 +134,7 @@ func (s *simClientStream) RecvMsg(m any) error {
 		return s.broken("ack-lost", "ack")
 	}
 	c.breaks.count(s.link, true, c.Now())
+	h.linkEvent(s.link, "ack")
 	return nil
 }
 
@@ -151,7 +158,17 @@ func (s *simClientStream) broken(why, what string) error {
 		kind = model.FaultStreamGiveUp
 	}
 	c.inject(injection{node: h.node, what: fmt.Sprintf("%s %s %s", why, s.id, what), record: c.linkFault(kind, h.node, s.target)})
+	h.linkEvent(s.link, "break")
 	return status.Errorf(codes.Unavailable, "simulated %s on %s", why, s.id)
+}
+
+// linkEvent records what the harness saw happen to a relay stream link
+// (model.CheckStreamBackoff). A crashed incarnation's links are not seen.
+func (h *nodeHooks) linkEvent(link, what string) {
+	if h.life.dead.Load() {
+		return
+	}
+	h.c.rec.linkEvent(model.LinkEvent{Time: h.c.Now(), Link: link, What: what})
 }
 
 // linkBreaks counts each relay stream link's breaks since its last ack,
