@@ -72,13 +72,17 @@ func refusedBefore(refusals []RelayCall, c RelayCall, d time.Duration) bool {
 	return false
 }
 
-// versionAt is the protocol version node's incarnation at t runs (the
-// latest when the harness recorded none).
+// versionAt is the protocol version node's incarnation at t runs: before
+// its first incarnation started, the first's; the latest when the harness
+// recorded none.
 func (h *History) versionAt(node string, t time.Duration) int {
-	v := len(modes)
+	v, first := len(modes), true
 	for _, x := range h.Versions {
-		if x.Node == node && x.From <= t {
+		if x.Node == node && (x.From <= t || first) {
 			v = x.Protocol
+		}
+		if x.Node == node {
+			first = false
 		}
 	}
 	return v
