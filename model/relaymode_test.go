@@ -40,8 +40,11 @@ func TestCheckRelayMode(t *testing.T) {
 		{"bulk in stream mode after a refused stream is its isolation", upgradeRun(RelayCall{Time: 7000 * ms, From: "n3", To: "n2", Mode: "stream", Refused: true}, rc("n3", "n2", "bulk", 7010)), ""},
 		{"bulk in stream mode without one is not", upgradeRun(rc("n3", "n2", "bulk", 7010)),
 			"at t=7.01s relayed to n2 in bulk mode, but the best mode both speak is stream (configured stream, n3 v3, n2 v3; allowed within 1s of a version change: [stream])"},
-		{"before the run's first versions, the first incarnation's", upgradeRun(rc("n1", "n2", "bulk", 500)),
-			"at t=500ms relayed to n2 in bulk mode, but the best mode both speak is single (configured stream, n1 v1, n2 v1; allowed within 1s of a version change: [single])"},
+		{"before a node's first incarnation, its first version counts", func() *History {
+			h := upgradeRun(rc("n1", "n2", "stream", 1500))
+			h.Versions[0].From, h.Versions[1].From = time.Second, time.Second
+			return h
+		}(), "at t=1.5s relayed to n2 in stream mode, but the best mode both speak is single (configured stream, n1 v1, n2 v1; allowed within 1s of a version change: [single])"},
 		{"unchecked without a refresh allowance", func() *History {
 			h := upgradeRun(rc("n3", "n1", "stream", 1000))
 			h.ModeRefresh = 0
