@@ -181,13 +181,14 @@ func (cl *Client) run() {
 	}
 }
 
-// requeue puts a, taken from the inbox but not yet due, back before the
-// first action due after it.
+// requeue puts a, taken from the inbox but not yet due, back where it
+// was: after the actions due before it (an injected one), before those
+// due at the same time or later (its own order among them).
 func (cl *Client) requeue(a Action) {
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	i := 0
-	for i < len(cl.inbox) && cl.inbox[i].At <= a.At {
+	for i < len(cl.inbox) && cl.inbox[i].At < a.At {
 		i++
 	}
 	cl.inbox = slices.Insert(cl.inbox, i, a)
