@@ -18,6 +18,8 @@ func Check(h *History) []Violation {
 		CheckContent,
 		CheckBadNamesRefused,
 		CheckBacklog,
+		CheckRelayMode,
+		CheckStreamBackoff,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -37,7 +39,7 @@ func Check(h *History) []Violation {
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBacklog,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBacklog, CheckRelayMode, CheckStreamBackoff,
 	} {
 		out = append(out, c(h)...)
 	}

@@ -32,6 +32,11 @@ const (
 	// started before the old one finished stopping; it spans from the stop
 	// until the new one is up and the old one has stopped.
 	FaultOverlap FaultKind = "overlap"
+	// FaultBlip cuts the link between two nodes both ways for less than a
+	// stream writer's give-up budget. It is not recorded as a timed fault:
+	// what it costs is recorded per operation (a relay call it lost, a
+	// relay stream it broke), so that the writer's back-off is judged.
+	FaultBlip FaultKind = "blip"
 )
 
 // Per-operation faults: drawn for one relay call, stream write or Redis
@@ -77,7 +82,7 @@ const (
 
 var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
-	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap,
+	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap, FaultBlip,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,

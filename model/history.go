@@ -322,6 +322,29 @@ type History struct {
 	// Links are the relay stream links as the harness counted them on
 	// the wire (bounded-backlog).
 	Links []LinkBacklog
+	// StrictFrom is when the cluster had healed and settled in the
+	// liveness phase (the heal plus a settle time derived from the
+	// configuration): a send invoked from then on is judged for timely
+	// delivery with no fault excuse (0: none is).
+	StrictFrom time.Duration
+	// StaleLinkDelay is how much later than LiveBound a strictly judged
+	// stream-mode relay to a node that restarted may arrive: a sender's
+	// link may still be bound for the node's previous incarnation, and
+	// the writer learns of the refusal only when it next writes or closes
+	// the stream (the stream linger).
+	StaleLinkDelay time.Duration
+	// Relays are the node-to-node relay calls the harness saw (CheckRelayMode).
+	Relays []RelayCall
+	// LinkEvents are what the harness saw of the relay stream links, in
+	// order (CheckStreamBackoff); RelayBackoff is the writer's back-off
+	// step (0: unchecked).
+	LinkEvents   []LinkEvent
+	RelayBackoff time.Duration
+	// ModeRefresh is how long after a node's version change a relay
+	// between it and a peer may still use the mode of the peer's previous
+	// incarnation: the registry's refresh interval (0: relay modes are
+	// unchecked).
+	ModeRefresh time.Duration
 	// GoroutineBound returns the most goroutines a node may have at a
 	// sample, from its connections and the pool maximum (nil: unchecked).
 	GoroutineBound func(s Sample) int

@@ -22,6 +22,11 @@ import (
 // before it (relays of consecutive messages may overtake each other), and a
 // catch-up lands inside the bound only by coincidence; a broken relay path
 // shows as deliveries that wait for the next message or the next catch-up.
+//
+// A send invoked at or after h.StrictFrom (the liveness phase's traffic,
+// sent once the cluster has healed and settled) is judged strictly: no
+// fault excuses it, whatever its recovery time, since every fault ended
+// and every recovery the configuration allows is over by then.
 func CheckTimely(h *History) []Violation {
 	if h.LiveBound <= 0 {
 		return nil
@@ -50,11 +55,47 @@ func (j *judge) timely() []Violation {
 // first send whose message no per-operation fault hit. A send the client
 // had to retry met a fault on its own way in.
 func (j *judge) judgedLive(send Event) bool {
-	if send.Kind != KindSend || !send.OK || send.Duplicate || send.Seq == 0 || send.Tries > 1 {
+	if send.Kind != KindSend || !send.OK || send.Duplicate || send.Seq == 0 {
+		return false
+	}
+	if j.strict(send) {
+		return true
+	}
+	if send.Tries > 1 {
 		return false
 	}
 	_, hit := j.opFaults()[msgKey(send.Room, send.Seq)]
 	return !hit
+}
+
+// strict says whether send is judged with no fault excuse: it was invoked
+// once the cluster had healed and settled (History.StrictFrom).
+func (j *judge) strict(send Event) bool {
+	return j.h.StrictFrom > 0 && send.Invoked >= j.h.StrictFrom
+}
+
+// restarted says whether node started more than one incarnation.
+func (j *judge) restarted(node string) bool {
+	n := 0
+	for _, v := range j.h.Versions {
+		if v.Node == node {
+			n++
+		}
+	}
+	return n > 1
+}
+
+// StrictSends counts the sends CheckTimely judges strictly (after the
+// heal and the settle time): the coverage of post-recovery traffic.
+func StrictSends(h *History) int {
+	j := newJudge(h)
+	n := 0
+	for _, send := range h.Events {
+		if j.strict(send) && j.judgedLive(send) {
+			n++
+		}
+	}
+	return n
 }
 
 func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Violation, bool) {
@@ -86,10 +127,20 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	// items is late here.
 	// (A recv-break, at the receiver, reaches the writer at its next
 	// write or its close: its kind's recovery is the longer.)
+	// A strict send relayed on a stream link to a member's node that
+	// restarted during the run may meet a link still bound for the node's
+	// previous incarnation (its sender learns of the new one only when a
+	// relay to it fails): the receiver refuses the items at once, but the
+	// writer learns it only when it next writes or closes the stream, at
+	// most StaleLinkDelay (the linger) later, and hands them over then.
+	strict := j.strict(send)
+	if strict && j.h.ModeAt(send.Node, send.Invoked) == "stream" && j.restarted(s.node) {
+		deadline.t += j.h.StaleLinkDelay
+	}
 	rec := recoveryOf(j.h, FaultStreamBreak)
 	base := deadline.t
 	broke := time.Duration(-1)
-	for grew := true; grew; {
+	for grew := !strict; grew; {
 		grew = false
 		for _, f := range j.h.Faults {
 			if !f.Kind.BreaksStream() {
@@ -143,10 +194,10 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 				f.touchesNode(send.Node) || f.touchesNode(s.node)
 		}
 	}
-	if _, hit := timedFault(j.h, send.Invoked-bound, base, excuses(false)); hit {
+	if _, hit := timedFault(j.h, send.Invoked-bound, base, excuses(false)); hit && !strict {
 		return Violation{}, false
 	}
-	if _, hit := timedFault(j.h, base, deadline.t, excuses(true)); hit {
+	if _, hit := timedFault(j.h, base, deadline.t, excuses(true)); hit && !strict {
 		return Violation{}, false
 	}
 	d, got := first.get(user, send.Room, send.Seq)
@@ -160,6 +211,9 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 		v.TraceLines = lines(send.TraceLine, d.TraceLine)
 	}
 	v.Detail = fmt.Sprintf("connected on %s with no fault on the path from %s, but %s; bound %v", s.node, send.Node, late, bound)
+	if strict {
+		v.Detail = fmt.Sprintf("connected on %s, sent after the heal and settle time (t=%v: no fault excuses it), but %s; bound %v", s.node, j.h.StrictFrom, late, bound)
+	}
 	if broke >= 0 {
 		v.Detail = fmt.Sprintf("connected on %s; the relay stream from %s broke at t=%v and its items were due again within %v, but %s",
 			s.node, send.Node, broke, rec+bound, late)

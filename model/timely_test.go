@@ -154,6 +154,40 @@ func TestCheckTimely(t *testing.T) {
 			h.Events[3].Time = 950 * ms // u2's connect
 			return h
 		}(), ""},
+		{"after the heal and settle time a crash's recovery excuses nothing", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: 200 * ms, To: 900 * ms, Kind: "crash", Nodes: []string{"n2"}}}
+			h.StrictFrom = 950 * ms
+			return h
+		}(), "connected on n2, sent after the heal and settle time (t=950ms: no fault excuses it), but delivered 3s after the send was invoked; bound 100ms"},
+		{"nor a give-up on the link", func() *History {
+			h := brokenWith(Fault{From: 1450 * ms, To: 1450 * ms, Kind: "stream-giveup", Nodes: []string{"n1", "n2"}})
+			h.StrictFrom = time.Second
+			return h
+		}(), "connected on n2, sent after the heal and settle time (t=1s: no fault excuses it), but delivered 3s after the send was invoked; bound 100ms"},
+		{"a strict stream relay to a restarted node may wait for the stale link's linger", func() *History {
+			h := liveRoom(u1, at(dlv(0, "u2", "r1", 1, "a"), 1500))
+			h.Mode, h.StrictFrom, h.StaleLinkDelay = "stream", time.Second, 500*ms
+			h.Versions = []Version{{Node: "n2", From: 0, Protocol: 3}, {Node: "n2", From: 500 * ms, Protocol: 3}}
+			return h
+		}(), ""},
+		{"not to a node that never restarted", func() *History {
+			h := liveRoom(u1, at(dlv(0, "u2", "r1", 1, "a"), 1500))
+			h.Mode, h.StrictFrom, h.StaleLinkDelay = "stream", time.Second, 500*ms
+			return h
+		}(), "connected on n2, sent after the heal and settle time (t=1s: no fault excuses it), but delivered 500ms after the send was invoked; bound 100ms"},
+		{"a strict send delivered within the bound passes", func() *History {
+			h := liveRoom(u1, u2)
+			h.Faults = []Fault{{From: 200 * ms, To: 900 * ms, Kind: "crash", Nodes: []string{"n2"}}}
+			h.StrictFrom = 950 * ms
+			return h
+		}(), ""},
+		{"a send before the settle time keeps its excuses", func() *History {
+			h := liveRoom(u1, late)
+			h.Faults = []Fault{{From: 200 * ms, To: 900 * ms, Kind: "crash", Nodes: []string{"n2"}}}
+			h.StrictFrom = 1001 * ms
+			return h
+		}(), ""},
 		{"unchecked without a bound", func() *History {
 			h := liveRoom(u1)
 			h.LiveBound = 0
@@ -173,6 +207,15 @@ func TestCheckTimely(t *testing.T) {
 			assert.Equal(t, tt.detail, got[0].Detail)
 		})
 	}
+}
+
+func TestStrictSendsCountsTheSendsJudgedAfterTheSettleTime(t *testing.T) {
+	h := liveRoom()
+	assert.Equal(t, 0, StrictSends(h))
+	h.StrictFrom = time.Second
+	assert.Equal(t, 1, StrictSends(h))
+	h.StrictFrom = 1001 * ms
+	assert.Equal(t, 0, StrictSends(h))
 }
 
 func TestCheckNoPanics(t *testing.T) {

@@ -25,12 +25,14 @@ const (
 	PropContent         = "content-integrity"
 	PropBadNames        = "bad-names-refused"
 	PropBacklog         = "bounded-backlog"
+	PropRelayMode       = "relay-mode"
+	PropStreamBackoff   = "stream-backoff"
 )
 
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBacklog, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBacklog, PropRelayMode, PropStreamBackoff, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it

@@ -31,9 +31,12 @@ func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
 		h.CloseBound = closeBound
 		h.LiveBound = LiveBound(cost, maxDelay)
 		h.Recovery = Recovery(nc)
+		h.ModeRefresh = ModeRefresh(nc)
+		h.StaleLinkDelay = nc.StreamLinger
 		h.GoroutineBound = GoroutineBound
 		if c.cfg.Mode == system.ModeStream {
 			h.GoroutineBound = StreamGoroutineBound
+			h.RelayBackoff = nc.RelayBackoff
 		}
 	})
 }
@@ -114,4 +117,45 @@ func Recovery(cfg system.Config) map[model.FaultKind]time.Duration {
 		model.FaultVanish:       cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
 		model.FaultSlow:         cfg.CatchUpInterval + reconnect,
 	}
+}
+
+// GiveUpBudget is how long a relay stream link must have been broken
+// before its writer may give its items up: after the k-th failed attempt
+// the writer backs off k x RelayBackoff, so the last of RelayAttempts
+// attempts comes at least the sum of the first RelayAttempts-1 back-offs
+// after the first. A writer that gave up sooner (new traffic woke it
+// through its back-off) is not excused by the harness.
+func GiveUpBudget(cfg system.Config) time.Duration {
+	n := time.Duration(cfg.RelayAttempts)
+	return n * (n - 1) / 2 * cfg.RelayBackoff
+}
+
+// Settle is how long after the heal the liveness phase waits before it
+// sends the traffic CheckTimely judges with no fault excuse: a route
+// flushed in the fault phase is back at the next refresh (every
+// min(RouteTTL, RegistryTTL)/3), a peer's channels out of their connect
+// back-off (deterministicConnect's MaxDelay plus MinConnectTimeout), a
+// relay that was in flight at the heal is done with its attempts
+// (RelayAttempts x (RelayTimeout + RelayAttempts x RelayBackoff)) and a
+// stream writer out of its longest back-off (the cap, RelayAttempts x
+// RelayBackoff). Each is derived from the configuration; they are added
+// up, since one may follow another.
+func Settle(cfg system.Config) time.Duration {
+	refresh := min(cfg.RouteTTL, cfg.RegistryTTL) / 3
+	reconnect := deterministicConnect.Backoff.MaxDelay + deterministicConnect.MinConnectTimeout
+	attempts := time.Duration(cfg.RelayAttempts)
+	relay := attempts * (cfg.RelayTimeout + attempts*cfg.RelayBackoff)
+	streamCap := attempts * cfg.RelayBackoff
+	return refresh + reconnect + relay + streamCap
+}
+
+// ModeRefresh is how long after a node's version change its peers may
+// relay to it, or it to them, in the mode of the previous incarnations
+// (CheckRelayMode): a peer's version is read from the registry, and a
+// sender reads it again after a failed relay to the old incarnation, at
+// the latest when the entry is refreshed (every min(RouteTTL,
+// RegistryTTL)/3); the relay then in flight may still finish its attempts.
+func ModeRefresh(cfg system.Config) time.Duration {
+	attempts := time.Duration(cfg.RelayAttempts)
+	return min(cfg.RouteTTL, cfg.RegistryTTL)/3 + attempts*(cfg.RelayTimeout+attempts*cfg.RelayBackoff)
 }

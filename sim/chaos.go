@@ -76,6 +76,20 @@ func (c *Cluster) Inject(f Fault) {
 	case model.FaultPartition:
 		for _, l := range c.links(f) {
 			c.Net.Cut(l[0], l[1])
+			c.faults.unblip(l) // the partition's heal restores it
+		}
+	case model.FaultBlip:
+		for _, l := range c.links(f) {
+			switch {
+			case !f.End && !c.Net.Blocked(l[0], l[1]):
+				c.Net.Cut(l[0], l[1])
+				c.faults.blip(l)
+			case f.End && c.faults.unblip(l):
+				c.Net.Uncut(l[0], l[1])
+			}
+		}
+		if !f.End {
+			c.blipBurst(f)
 		}
 	case model.FaultHeal:
 		c.rec.endPartition(c.linkNodes(f), c.Now())
@@ -101,6 +115,34 @@ func (c *Cluster) Inject(f Fault) {
 	}
 }
 
+// blipBurst makes a blip meet traffic, as a blip in production meets
+// the traffic of the moment: a few members of one room send through each
+// end of the blipped link at once, so the links between them have items
+// queued while the blip lasts. The draws come from the blip's own
+// sub-seed, keyed by its time.
+func (c *Cluster) blipBurst(f Fault) {
+	members := c.rec.members()
+	var rooms []string
+	for room, us := range members {
+		if len(us) > 1 {
+			rooms = append(rooms, room)
+		}
+	}
+	if len(rooms) == 0 {
+		return
+	}
+	sort.Strings(rooms)
+	r := c.seeds.faults.Derive("blip-burst").Derive(c.Now().String()).Rand()
+	room := rooms[r.IntN(len(rooms))]
+	for _, node := range []int{f.Node, f.Peer} {
+		for range 3 + r.IntN(4) {
+			u := members[room][r.IntN(len(members[room]))]
+			c.blipSends++
+			c.doNow(Action{At: c.Now(), User: u, Kind: ActSend, Room: room, Node: node, MsgID: fmt.Sprintf("%s-blip%d", u, c.blipSends)})
+		}
+	}
+}
+
 // timedRecord is the oracle's record of a timed fault: what it touches
 // and for how long. A crash is recorded by Crash (and ends when the node
 // is up again), an upgrade by Upgrade, a forgery or a steal by its call's
@@ -109,7 +151,7 @@ func (c *Cluster) timedRecord(f Fault) *model.Fault {
 	now := c.Now()
 	mf := &model.Fault{From: now, To: now + f.For, Kind: f.Kind}
 	switch f.Kind {
-	case model.FaultCrash, model.FaultRestart, model.FaultUpgrade, model.FaultForge, model.FaultSteal, model.FaultHeal:
+	case model.FaultCrash, model.FaultRestart, model.FaultUpgrade, model.FaultForge, model.FaultSteal, model.FaultHeal, model.FaultBlip:
 		return nil
 	case model.FaultPartition:
 		mf.To, mf.Nodes = -1, c.linkNodes(f)

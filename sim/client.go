@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -222,6 +223,12 @@ func (cl *Client) run() {
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:
+			case <-cl.wake:
+				// An injected action (doNow) may be due before a: put a
+				// back in its place and take the earliest.
+				t.Stop()
+				cl.requeue(a)
+				continue
 			case <-cl.ctx.Done():
 				t.Stop()
 				return
@@ -237,6 +244,19 @@ func (cl *Client) run() {
 		}
 		cl.do(a, cl.n, invocation{cl.c.Now(), cl.c.Trace.Lines()})
 	}
+}
+
+// requeue puts a, taken from the inbox but not yet due, back where it
+// was: after the actions due before it (an injected one), before those
+// due at the same time or later (its own order among them).
+func (cl *Client) requeue(a Action) {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	i := 0
+	for i < len(cl.inbox) && cl.inbox[i].At < a.At {
+		i++
+	}
+	cl.inbox = slices.Insert(cl.inbox, i, a)
 }
 
 // invocation is when a client call was invoked: virtual time and the trace

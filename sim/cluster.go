@@ -100,6 +100,11 @@ type Cluster struct {
 	forcedCuts  int
 	// backlog counts the stream links' backlogs from the wire (backlog.go).
 	backlog backlogCounter
+	// giveUpBudget is how long a link must have been broken before its
+	// writer may give its items up (GiveUpBudget of the nodes' config).
+	giveUpBudget time.Duration
+	// blipSends numbers the sends blips made (chaos.go).
+	blipSends int
 }
 
 // Stats counts what a run did.
@@ -242,7 +247,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	if c.cfg.Executor.Max > 0 {
 		cfg.Executor = c.cfg.Executor
 	}
-	c.channels, c.relayAttempts = cfg.ChannelsPerPeer, cfg.RelayAttempts
+	c.channels, c.relayAttempts, c.giveUpBudget = cfg.ChannelsPerPeer, cfg.RelayAttempts, GiveUpBudget(cfg)
 	// The bounds bounded-backlog judges the node's links by: the
 	// configuration the harness starts it with (a zero takes the default).
 	d := system.DefaultConfig()

@@ -50,6 +50,21 @@ type Coverage struct {
 	// OverlappingIncarnations counts restarts and upgrades whose new
 	// incarnation started before the old one had finished stopping.
 	OverlappingIncarnations int
+	// BatchedWrites counts relay streams that carried more than one item
+	// before their ack came back (counted by the stream hooks on the
+	// sender's side of the wire): stream links batching.
+	BatchedWrites int
+	// TrafficAfterRecovery counts the sends the timely check judged with
+	// no fault excuse: sent by the liveness phase once the cluster had
+	// healed and settled (model.StrictSends).
+	TrafficAfterRecovery int
+}
+
+// covered updates the run's coverage.
+func (c *Cluster) covered(f func(*Coverage)) {
+	c.coverage.mu.Lock()
+	defer c.coverage.mu.Unlock()
+	f(&c.coverage.cov)
 }
 
 // LinkBacklogRatio is the largest link backlog seen relative to its bound
@@ -176,6 +191,8 @@ func (c Coverage) Items() []CoverageItem {
 		{"recv-breaks", c.RecvBreaks},
 		{"mixed-configs", c.MixedConfigs},
 		{"overlapping-incarnations", c.OverlappingIncarnations},
+		{"batched-writes", c.BatchedWrites},
+		{"traffic-after-recovery", c.TrafficAfterRecovery},
 		{"backlog-over-half", btoi(2*c.LinkBacklogPeak > c.LinkBacklogBound && c.LinkBacklogBound > 0)},
 	}
 }

@@ -31,11 +31,14 @@ type FaultBounds struct {
 	// stream breaks between the receiver's read of an item and its
 	// delivery (the stream.deliver gate; streamhooks.go cutAtDeliver).
 	RecvBreaks float64
+	// Blips are short cuts of one link between two nodes, shorter than a
+	// stream writer's give-up budget (blipMax).
+	Blips int
 }
 
 // DefaultBounds is the runner's default.
 func DefaultBounds() FaultBounds {
-	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 12, Steals: 3, RecvBreaks: 0.2}
+	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 12, Steals: 3, RecvBreaks: 0.2, Blips: 4}
 }
 
 // NoFaults turns every fault off.
@@ -52,6 +55,7 @@ type FaultMix struct {
 	Steals                                                                           int
 	// RecvBreak is the per-item probability of a recv-break.
 	RecvBreak float64
+	Blips     int
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a
@@ -100,6 +104,7 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 		Forgeries:     n("forge", b.Forgeries),
 		Steals:        n(string(model.FaultSteal), b.Steals),
 		RecvBreak:     p(drawRecvBreak, b.RecvBreaks),
+		Blips:         n("blip", b.Blips),
 	}
 }
 
@@ -131,6 +136,7 @@ func (m FaultMix) String() string {
 	addN("forge", m.Forgeries)
 	addN("steal", m.Steals)
 	add(drawRecvBreak, m.RecvBreak)
+	addN("blip", m.Blips)
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -160,6 +166,8 @@ type Fault struct {
 	// commands), so that its successor's start lands among them.
 	Overlap bool
 	Lag     time.Duration
+	// End marks the end of a blip (its links restored).
+	End bool
 }
 
 func (f Fault) String() string {
@@ -197,6 +205,11 @@ func (f Fault) String() string {
 		return fmt.Sprintf("forge %s by %s", f.Forge, f.User)
 	case model.FaultSteal:
 		return fmt.Sprintf("steal %s by %s", f.Steal, f.User)
+	case model.FaultBlip:
+		if f.End {
+			return fmt.Sprintf("blip n%d<->n%d over", f.Node+1, f.Peer+1)
+		}
+		return fmt.Sprintf("blip n%d<->n%d for %v", f.Node+1, f.Peer+1, f.For)
 	}
 	return fmt.Sprintf("%s for %v", f.Kind, f.For)
 }
@@ -258,9 +271,19 @@ func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end tim
 		}
 		return Fault{At: at, Kind: model.FaultSlow, User: users[r.IntN(len(users))], For: dur(r, time.Second, 5*time.Second)}, true
 	})
-	// A crash is followed by its restart and a partition by its heal.
+	plan(model.FaultBlip, m.Blips, func(r *rand.Rand, at time.Duration) (Fault, bool) {
+		if nodes < 2 {
+			return Fault{}, false
+		}
+		a := r.IntN(nodes)
+		return Fault{At: at, Kind: model.FaultBlip, Node: a, Peer: (a + 1 + r.IntN(nodes-1)) % nodes, For: dur(r, blipMin, blipMax)}, true
+	})
+	// A crash is followed by its restart, a partition by its heal and a
+	// blip by its end.
 	for _, f := range fs {
 		switch f.Kind {
+		case model.FaultBlip:
+			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultBlip, Node: f.Node, Peer: f.Peer, End: true})
 		case model.FaultCrash:
 			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultRestart, Node: f.Node})
 		case model.FaultPartition:
@@ -270,6 +293,15 @@ func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end tim
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
 	return fs
 }
+
+// A blip lasts blipMin to blipMax: shorter than the default give-up
+// budget (GiveUpBudget: 300 ms), so a stream writer that backs off as it
+// should rides it out, and longer than the first back-off (100 ms) often
+// enough that the second attempt meets it too.
+const (
+	blipMin = 20 * time.Millisecond
+	blipMax = 250 * time.Millisecond
+)
 
 // netFaults reports whether any per-relay network fault can be drawn.
 func (m FaultMix) netFaults() bool {

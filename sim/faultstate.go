@@ -15,6 +15,27 @@ type faultState struct {
 	outages [][2]time.Duration
 	spikes  [][3]time.Duration // start, end, extra latency
 	counts  map[string]int
+	// blipped are the links a blip cut (and its end restores).
+	blipped map[[2]string]bool
+}
+
+// blip records that a blip cut link l.
+func (f *faultState) blip(l [2]string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.blipped == nil {
+		f.blipped = map[[2]string]bool{}
+	}
+	f.blipped[l] = true
+}
+
+// unblip forgets that a blip cut l and reports whether one had.
+func (f *faultState) unblip(l [2]string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	was := f.blipped[l]
+	delete(f.blipped, l)
+	return was
 }
 
 func (f *faultState) init(m FaultMix) {

@@ -102,6 +102,14 @@ func (h *nodeHooks) Observe(e any) {
 		}
 		c.tell(e.Node, RelayCall{Mode: mode, Target: e.Target, Room: e.Room, Seq: e.Seq, Recipients: e.Recipients, Attempt: e.Attempt, Result: res})
 	case system.StreamEvent:
+		switch e.What {
+		case "drop", "fallback", "isolate", "handover":
+			// The writer starts its attempts afresh: so does the
+			// harness's count of the link's breaks (it only ever makes
+			// the give-up excuse narrower).
+			c.breaks.count("stream "+e.Link+" ->"+e.Target, true, c.Now())
+			h.linkEvent("stream "+e.Link+" ->"+e.Target, "reset")
+		}
 		res := ""
 		switch {
 		case e.Err != nil:
@@ -328,6 +336,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Units: recipientsOf(req)})
+	h.relayCall(method, target, false)
 	nd := c.netDraws(key)
 	mix := c.faults.mix
 	m, _ := system.MessageOf(ctx)
@@ -358,6 +367,25 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 		return h.lost(ctx, model.FaultDropResponse, id, target)
 	}
 	return err
+}
+
+// relayModes maps the relay methods to the mode each is (CheckRelayMode).
+var relayModes = map[string]system.Mode{
+	relaypb.Relay_RelayMessage_FullMethodName:     system.ModeSingle,
+	relaypb.Relay_RelayBulkMessage_FullMethodName: system.ModeBulk,
+	relaypb.Relay_RelayStream_FullMethodName:      system.ModeStream,
+}
+
+// relayCall records a relay call of method to target as it leaves the
+// node (refused: a relay stream the receiver ended with InvalidArgument),
+// for CheckRelayMode: the method is what goes on the wire, whatever the
+// relay says of its mode. A crashed incarnation's calls are not seen.
+func (h *nodeHooks) relayCall(method, target string, refused bool) {
+	mode, ok := relayModes[method]
+	if !ok || h.life.dead.Load() {
+		return
+	}
+	h.c.rec.relay(model.RelayCall{Time: h.c.Now(), From: h.node, To: target, Mode: string(mode), Refused: refused})
 }
 
 // lost makes a call fail the way a lost message does: nothing comes back

@@ -2,10 +2,12 @@ package sim
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/system"
 )
 
 // This file is the liveness phase (DESIGN: a safety phase, then a liveness
@@ -18,7 +20,11 @@ import (
 // returns Liveness's error, having drained all the same.
 func (c *Cluster) Drain(d, every time.Duration) error {
 	err := c.Liveness()
-	c.runSampled(c.Now()+d, every)
+	end := c.Now() + d
+	if err == nil {
+		c.afterRecovery(end)
+	}
+	c.runSampled(end, every)
 	c.Sched.RunFor(c.cfg.Executor.KeepAlive + time.Second)
 	c.Sample(true, true)
 	return err
@@ -32,6 +38,57 @@ func (c *Cluster) runSampled(end, every time.Duration) {
 		c.Sample(false, true)
 	}
 }
+
+// afterRecovery plans the liveness phase's traffic: once the cluster has
+// healed (now) and settled (Settle of the nodes' config), bursts of sends
+// from the workload's users to rooms they are members of, each burst
+// several sends of one room through one node at one virtual instant (so
+// they fan out to the same remote nodes on the same links). From the
+// settle time on, CheckTimely judges sends with no fault excuse
+// (History.StrictFrom). The draws come from the seed's own "recovery"
+// sub-seed: nothing else moves. A drain too short to judge them after the
+// settle time (shorter than twice it), or a run whose timely delivery is
+// unchecked, sends nothing.
+func (c *Cluster) afterRecovery(end time.Duration) {
+	nc := system.DefaultConfig()
+	if c.cfg.Node != nil {
+		c.cfg.Node(&nc)
+	}
+	settle := Settle(nc)
+	from := c.Now() + settle
+	if end-from < settle || c.rec.liveBound() <= 0 {
+		return
+	}
+	members := c.rec.members()
+	var rooms []string
+	for room := range members {
+		if len(members[room]) > 0 {
+			rooms = append(rooms, room)
+		}
+	}
+	if len(rooms) == 0 {
+		return
+	}
+	sort.Strings(rooms)
+	c.rec.strictFrom(from)
+	r := c.cfg.Seed.Derive("recovery").Rand()
+	sent := map[string]int{}
+	bursts := 1 + r.IntN(3)
+	for b := range bursts {
+		at := from + time.Duration(b)*recoveryBurstGap
+		room := rooms[r.IntN(len(rooms))]
+		node := r.IntN(len(c.nodes))
+		for range 2 + r.IntN(4) {
+			u := members[room][r.IntN(len(members[room]))]
+			sent[u]++
+			c.Do(Action{At: at, User: u, Kind: ActSend, Room: room, Node: node, MsgID: fmt.Sprintf("%s-rec%d", u, sent[u])})
+		}
+	}
+	c.Trace.Event(c.Now(), "chaos", "liveness: %d bursts of sends from t=%v (heal + settle %v), judged with no fault excuse", bursts, from, settle)
+}
+
+// recoveryBurstGap separates the liveness phase's bursts.
+const recoveryBurstGap = 500 * time.Millisecond
 
 // Liveness ends the fault phase: faults stop, partitions heal, paused and
 // crashed nodes come back, and every user reconnects (with its cursors).

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -132,6 +133,75 @@ func (r *recorder) limits(l model.Limits) {
 		return
 	}
 	r.hist.Limits = append(r.hist.Limits, l)
+}
+
+// relay adds a relay call the harness saw leave a node.
+func (r *recorder) relay(rc model.RelayCall) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trace.Frozen() {
+		return
+	}
+	rc.TraceLine = r.trace.Lines()
+	r.hist.Relays = append(r.hist.Relays, rc)
+}
+
+// linkEvent adds what the harness saw of a relay stream link.
+func (r *recorder) linkEvent(e model.LinkEvent) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trace.Frozen() {
+		return
+	}
+	e.TraceLine = r.trace.Lines()
+	r.hist.LinkEvents = append(r.hist.LinkEvents, e)
+}
+
+// strictFrom sets when the liveness phase's strictly judged traffic
+// starts (model.History.StrictFrom).
+func (r *recorder) strictFrom(t time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hist.StrictFrom = t
+}
+
+// liveBound is the timely check's bound (0: unchecked).
+func (r *recorder) liveBound() time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.hist.LiveBound
+}
+
+// members returns, per room, the users whose last membership call on it
+// was acked as a join (sorted); a user whose last membership call on the
+// room failed (its outcome may be unknown) is left out.
+func (r *recorder) members() map[string][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type key struct{ room, user string }
+	in, unsure := map[key]bool{}, map[key]bool{}
+	for _, ev := range r.hist.Events {
+		if ev.Kind != model.KindJoin && ev.Kind != model.KindLeave {
+			continue
+		}
+		k := key{ev.Room, ev.User}
+		if !ev.OK {
+			unsure[k] = true
+			continue
+		}
+		in[k] = ev.Kind == model.KindJoin
+		delete(unsure, k)
+	}
+	out := map[string][]string{}
+	for k, yes := range in {
+		if yes && !unsure[k] {
+			out[k.room] = append(out[k.room], k.user)
+		}
+	}
+	for room := range out {
+		sort.Strings(out[room])
+	}
+	return out
 }
 
 // sample adds a sample of a node taken at a quiescent point.

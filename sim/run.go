@@ -164,6 +164,7 @@ func (res *Result) finish(c *Cluster, id string) {
 		runtime.GC()
 	}
 	res.Violations = model.Check(hist)
+	res.Coverage.TrafficAfterRecovery = model.StrictSends(hist)
 	res.Live, res.FromLog = model.DeliveryCounts(hist)
 	res.Coverage.countNames(hist)
 	if len(final.LeftoverGoroutines) > 0 && res.Config.OnLeftovers != nil {

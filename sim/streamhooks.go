@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -46,6 +47,8 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	link := system.Label(ctx)
 	id := shortMethod(method) + " " + link + " " + attemptOf(ctx)
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id})
+	h.relayCall(method, target, false)
+	h.linkEvent(link, "open")
 	ctx, cancel := context.WithCancel(ctx)
 	s := &simClientStream{h: h, id: id, link: link, target: target, cancel: cancel}
 	if c.Net.Blocked(h.node, target) {
@@ -73,6 +76,7 @@ type simClientStream struct {
 	link   string // the link's operation label: "stream n1@1.2#0 ->n2"
 	target string
 	cancel context.CancelFunc
+	items  int // items written on the stream
 
 	mu sync.Mutex
 	// dead is set once the harness broke the stream (broken); cut is the
@@ -124,6 +128,7 @@ func (s *simClientStream) SendMsg(m any) error {
 	}
 	items, bound := c.backlog.written(h.node, s.target, s.linkName(), s.id, it.LinkSeq, c.Now(), c.Trace.Lines())
 	c.coverage.linkBacklog(items, bound)
+	s.items++
 	return nil
 }
 
@@ -138,8 +143,25 @@ func (s *simClientStream) RecvMsg(m any) error {
 	if cut := s.cutErr(); cut != nil {
 		return cut
 	}
+	switch {
+	case err == nil:
+		if s.items > 1 {
+			c.covered(func(cv *Coverage) { cv.BatchedWrites++ })
+		}
+		if !c.faults.on {
+			h.linkEvent(s.link, "ack") // else below, unless the harness loses it
+		}
+	case status.Code(err) == codes.InvalidArgument:
+		h.relayCall(relaypb.Relay_RelayStream_FullMethodName, s.target, true)
+	}
 	if err != nil {
 		return err
+	}
+	if !c.faults.on {
+		if ack, ok := m.(*relaypb.RelayStreamAck); ok {
+			c.backlog.acked(s.linkName(), ack.Acked)
+		}
+		return nil
 	}
 	if c.faults.on && (c.Net.Blocked(s.target, h.node) || c.netDraws(h.node+"|"+s.id+" ack").hit(drawDropResponse, c.faults.mix.DropResponse)) {
 		return s.broken("ack-lost", "ack")
@@ -147,18 +169,23 @@ func (s *simClientStream) RecvMsg(m any) error {
 	if ack, ok := m.(*relaypb.RelayStreamAck); ok {
 		c.backlog.acked(s.linkName(), ack.Acked)
 	}
-	if c.faults.on {
-		c.breaks.count(s.link, true)
-	}
+	c.breaks.count(s.link, true, c.Now())
+	h.linkEvent(s.link, "ack")
 	return nil
 }
 
 // broken cuts the stream as a lost connection would (why: the trace's
-// reason) and records the fault on the link's path (sender, receiver): it delays the link's items until
-// the writer has resent them. The harness counts the breaks of each link
-// since its last ack came back: after as many as a link has attempts, its
+// reason) and records the fault on the link's path (sender, receiver): it
+// delays the link's items until the writer has resent them. The harness
+// counts the breaks of each link since its last ack came back, and when
+// the first of them was: after as many breaks as a link has attempts, its
 // writer may give its items up, and they arrive only with the next
-// catch-up ("stream-giveup", a longer recovery).
+// catch-up ("stream-giveup", a longer recovery) — but only if the link
+// really was broken for the give-up budget, the back-offs a writer waits
+// between its attempts (giveUpBudget). A writer that spent its attempts
+// faster (new traffic woke it through its back-off) gave up a backlog a
+// short blip should not cost: those breaks stay plain breaks, and the
+// items are due again within the break's recovery.
 func (s *simClientStream) broken(why, what string) error {
 	h, c := s.h, s.h.c
 	s.cancel()
@@ -166,33 +193,50 @@ func (s *simClientStream) broken(why, what string) error {
 	s.dead = true
 	s.mu.Unlock()
 	kind := model.FaultStreamBreak
-	if c.breaks.count(s.link, false) >= c.relayAttempts {
+	if n, first := c.breaks.count(s.link, false, c.Now()); n >= c.relayAttempts && c.Now()-first >= c.giveUpBudget {
 		kind = model.FaultStreamGiveUp
 	}
 	c.inject(injection{node: h.node, what: fmt.Sprintf("%s %s %s", why, s.id, what), record: c.linkFault(kind, h.node, s.target)})
+	h.linkEvent(s.link, "break")
 	return status.Errorf(codes.Unavailable, "simulated %s on %s", why, s.id)
 }
 
-// linkBreaks counts each relay stream link's breaks since its last ack.
-type linkBreaks struct {
-	mu sync.Mutex
-	n  map[string]int
+// linkEvent records what the harness saw happen to a relay stream link
+// (model.CheckStreamBackoff). A crashed incarnation's links are not seen.
+func (h *nodeHooks) linkEvent(link, what string) {
+	if h.life.dead.Load() {
+		return
+	}
+	h.c.rec.linkEvent(model.LinkEvent{Time: h.c.Now(), Link: link, What: what})
 }
 
-// count counts a break of link (acked: resets it at an ack that came
-// back) and returns the breaks since the link's last ack.
-func (b *linkBreaks) count(link string, acked bool) int {
+// linkBreaks counts each relay stream link's breaks since its last ack,
+// and when the first of them came.
+type linkBreaks struct {
+	mu    sync.Mutex
+	n     map[string]int
+	first map[string]time.Duration
+}
+
+// count counts a break of link at now (acked: resets it at an ack that
+// came back) and returns the breaks since the link's last ack and when
+// the first of them was.
+func (b *linkBreaks) count(link string, acked bool, now time.Duration) (int, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.n == nil {
-		b.n = map[string]int{}
+		b.n, b.first = map[string]int{}, map[string]time.Duration{}
 	}
 	if acked {
 		delete(b.n, link)
-		return 0
+		delete(b.first, link)
+		return 0, now
+	}
+	if b.n[link] == 0 {
+		b.first[link] = now
 	}
 	b.n[link]++
-	return b.n[link]
+	return b.n[link], b.first[link]
 }
 
 // serverRelayStream gates each item a relay stream's handler reads. Its
@@ -331,7 +375,7 @@ func (h *nodeHooks) cutAtDeliver(ctx context.Context, p system.Point, forced boo
 	rs.cancel()
 	cs.cancel()
 	kind := model.FaultRecvBreak
-	if c.breaks.count(cs.link, false) >= c.relayAttempts {
+	if n, first := c.breaks.count(cs.link, false, c.Now()); n >= c.relayAttempts && c.Now()-first >= c.giveUpBudget {
 		kind = model.FaultStreamGiveUp
 	}
 	c.coverage.recvBreak()

@@ -30,6 +30,7 @@ func TestSwarmKindsHoldStill(t *testing.T) {
 		{"route-flush", func(b *FaultBounds) { b.RouteFlushes = 0 }, func(m *FaultMix) { m.RouteFlushes = 0 }, []string{"route-flush"}},
 		{"vanish", func(b *FaultBounds) { b.Vanishes = 0 }, func(m *FaultMix) { m.Vanishes = 0 }, []string{"vanish"}},
 		{"slow", func(b *FaultBounds) { b.SlowConsumers = 0 }, func(m *FaultMix) { m.SlowConsumers = 0 }, []string{"slow"}},
+		{"blip", func(b *FaultBounds) { b.Blips = 0 }, func(m *FaultMix) { m.Blips = 0 }, []string{"blip"}},
 		{"forge", func(b *FaultBounds) { b.Forgeries = 0 }, func(m *FaultMix) { m.Forgeries = 0 }, nil}, // planned apart: PlanForgeries
 		{"steal", func(b *FaultBounds) { b.Steals = 0 }, func(m *FaultMix) { m.Steals = 0 }, nil},       // planned apart: PlanSteals
 		{"network", func(b *FaultBounds) { b.Network = 0 }, func(m *FaultMix) {

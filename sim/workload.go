@@ -76,7 +76,11 @@ func Generate(seed Seed, w WorkloadConfig) Workload {
 			g.churn(t)
 		}
 	}
+	// Quiet rooms first: a burst is a burst even in a quiet room.
 	wl.Actions = quietRooms(seed.Derive("quiet-rooms"), wl.Rooms, wl.Actions)
+	if w.Calm {
+		g.bursts(seed.Derive("bursts"), start)
+	}
 	wl.Actions = append(wl.Actions, planBadNames(seed, wl.Users, wl.Rooms, w.Nodes, start, w.Duration)...)
 	sort.SliceStable(wl.Actions, func(i, j int) bool { return wl.Actions[i].At < wl.Actions[j].At })
 	return wl
@@ -114,6 +118,40 @@ func quietRooms(seed Seed, rooms []string, actions []Action) []Action {
 		out = append(out, a)
 	}
 	return out
+}
+
+// bursts adds, to a calm workload, a few bursts: several sends of one
+// room through one node at one virtual instant, so their relays queue on
+// the same links together and a stream link writes them on one stream
+// (batching, which faults alone exercised before). Membership is still
+// in a calm workload, so every sender is a member. The draws come from
+// their own seed: the rest of the workload does not move.
+func (g *gen) bursts(seed Seed, start time.Duration) {
+	r := seed.Rand()
+	ticks := int((g.w.Duration - start) / g.w.Tick)
+	if ticks <= 0 {
+		return
+	}
+	sent := map[string]int{}
+	for range 2 + r.IntN(4) {
+		at := start + time.Duration(r.IntN(ticks))*g.w.Tick
+		room := g.wl.Rooms[r.IntN(len(g.wl.Rooms))]
+		var members []string
+		for _, u := range g.wl.Users {
+			if g.member[u][room] {
+				members = append(members, u)
+			}
+		}
+		if len(members) == 0 {
+			continue
+		}
+		node := r.IntN(g.w.Nodes)
+		for range 2 + r.IntN(5) {
+			u := members[r.IntN(len(members))]
+			sent[u]++
+			g.add(Action{At: at, User: u, Kind: ActSend, Room: room, MsgID: fmt.Sprintf("%s-b%d", u, sent[u]), Node: node})
+		}
+	}
 }
 
 type gen struct {

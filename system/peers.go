@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -45,6 +46,11 @@ type peer struct {
 	conns  []*grpc.ClientConn
 	links  []*link
 	closed atomic.Bool
+	// read is when the peer's registry entry was last read (UnixNano):
+	// get reads it again once it is older than the registry's refresh
+	// interval, so a version the peer's previous incarnation advertised
+	// never outlives that interval on an idle link.
+	read atomic.Int64
 }
 
 // speaks is the best protocol version the peer is known to speak.
@@ -66,21 +72,35 @@ func newPeers(n *Node) *peers { return &peers{n: n, m: map[string]*peer{}} }
 // get returns the connections to server, reading the registry on a miss.
 // A server missing from the registry is ErrUnknownNode; a failed read of the
 // registry is Unavailable: both are retried.
+//
+// A peer whose entry was read longer ago than the registry's refresh
+// interval (the heartbeat period, min(RouteTTL, RegistryTTL)/3) is read
+// again first: a peer that restarted with another protocol version while
+// no relay went to it (no failure told us) is relayed to in the mode its
+// new incarnation speaks. A failed re-read keeps the known peer.
 func (ps *peers) get(ctx context.Context, server string) (*peer, error) {
 	ps.mu.Lock()
 	p := ps.m[server]
 	ps.mu.Unlock()
-	if p != nil {
+	if p != nil && time.Since(time.Unix(0, p.read.Load())) < ps.refreshEvery() {
 		return p, nil
 	}
 	info, err := ps.n.dir.LookupNode(ctx, server)
-	if errors.Is(err, ErrUnknownNode) {
+	switch {
+	case p != nil && err != nil:
+		return p, nil
+	case errors.Is(err, ErrUnknownNode):
 		return nil, err
-	}
-	if err != nil {
+	case err != nil:
 		return nil, status.Errorf(codes.Unavailable, "registry: %v", err)
 	}
 	return ps.install(info)
+}
+
+// refreshEvery is how long a peer's registry entry is trusted: the
+// heartbeat period.
+func (ps *peers) refreshEvery() time.Duration {
+	return min(ps.n.cfg.RouteTTL, ps.n.cfg.RegistryTTL) / 3
 }
 
 // install makes info the peer's current incarnation. An entry for the same
@@ -96,10 +116,12 @@ func (ps *peers) install(info NodeInfo) (*peer, error) {
 	}
 	if p := ps.m[info.ID]; p != nil && p.epoch >= info.Epoch {
 		ps.mu.Unlock()
+		p.read.Store(time.Now().UnixNano())
 		return p, nil
 	}
 	p := &peer{server: info.ID, epoch: info.Epoch, protocol: info.Protocol}
 	p.spoken.Store(ProtocolLatest)
+	p.read.Store(time.Now().UnixNano())
 	ps.gen++
 	for i := range ps.n.cfg.ChannelsPerPeer {
 		p.links = append(p.links, newLink(ps.n, p, ps.gen, i))

@@ -81,6 +81,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.IntVar(&c.StreamBacklog, "stream-backlog", c.StreamBacklog, "each node's link backlog bound, queued plus unacknowledged stream items (0: a faulted seed draws it)")
 	fs.Float64Var(&c.Overlap, "overlap", c.Overlap, "probability that a crash or upgrade restarts the node with its new incarnation started before the old one has stopped")
 	fs.Float64Var(&c.Mixed, "mixed", c.Mixed, "share of seeds whose nodes differ in limits (MaxPayload, MaxRecipients) and protocol version, as during a config rollout")
+	fs.IntVar(&c.Bounds.Blips, "max-blips", c.Bounds.Blips, "most short cuts of one node-to-node link (shorter than a stream writer's give-up budget) per run")
 	return f
 }
 
