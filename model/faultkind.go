@@ -56,12 +56,20 @@ const (
 	// item must still be delivered; the writer resends what the stream
 	// left unacknowledged, and the receiver drops it as a duplicate.
 	FaultRecvBreak FaultKind = "recv-break"
+	// FaultStreamRefused: a relay stream its receiver ended refusing an
+	// item (INVALID_ARGUMENT: a smaller limit, during a config rollout).
+	// Not injected: the harness saw the receiver answer so on the wire.
+	// Like a recv-break it delays the link's other items until the writer
+	// learns of it at its next write or close and relays them again.
+	FaultStreamRefused FaultKind = "stream-refused"
 )
 
 // BreaksStream reports whether a fault of kind k is a relay stream's
 // break that delays its link's items until the writer wrote them again
 // (stream-break, recv-break), rather than a fault that excuses them.
-func (k FaultKind) BreaksStream() bool { return k == FaultStreamBreak || k == FaultRecvBreak }
+func (k FaultKind) BreaksStream() bool {
+	return k == FaultStreamBreak || k == FaultRecvBreak || k == FaultStreamRefused
+}
 
 // Real-cluster faults: what relaysim real's nemesis does to processes and
 // links (pauses and forged calls are FaultPause and FaultForge).
@@ -84,7 +92,7 @@ var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
 	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap, FaultBlip,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
-	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak,
+	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak, FaultStreamRefused,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,
 }
 

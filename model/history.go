@@ -328,10 +328,10 @@ type History struct {
 	// delivery with no fault excuse (0: none is).
 	StrictFrom time.Duration
 	// StaleLinkDelay is how much later than LiveBound a strictly judged
-	// stream-mode relay to a node that restarted may arrive: a sender's
-	// link may still be bound for the node's previous incarnation, and
-	// the writer learns of the refusal only when it next writes or closes
-	// the stream (the stream linger).
+	// stream-mode relay may arrive: a sender's link may still hold a
+	// stream the fault phase left stale (bound for a node's previous
+	// incarnation, or cut and idle since), and the writer learns of it
+	// only when it next writes or closes the stream (the stream linger).
 	StaleLinkDelay time.Duration
 	// Relays are the node-to-node relay calls the harness saw (CheckRelayMode).
 	Relays []RelayCall

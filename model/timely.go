@@ -74,17 +74,6 @@ func (j *judge) strict(send Event) bool {
 	return j.h.StrictFrom > 0 && send.Invoked >= j.h.StrictFrom
 }
 
-// restarted says whether node started more than one incarnation.
-func (j *judge) restarted(node string) bool {
-	n := 0
-	for _, v := range j.h.Versions {
-		if v.Node == node {
-			n++
-		}
-	}
-	return n > 1
-}
-
 // StrictSends counts the sends CheckTimely judges strictly (after the
 // heal and the settle time): the coverage of post-recovery traffic.
 func StrictSends(h *History) int {
@@ -127,23 +116,29 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	// items is late here.
 	// (A recv-break, at the receiver, reaches the writer at its next
 	// write or its close: its kind's recovery is the longer.)
-	// A strict send relayed on a stream link to a member's node that
-	// restarted during the run may meet a link still bound for the node's
-	// previous incarnation (its sender learns of the new one only when a
-	// relay to it fails): the receiver refuses the items at once, but the
-	// writer learns it only when it next writes or closes the stream, at
-	// most StaleLinkDelay (the linger) later, and hands them over then.
+	// A strict send relayed on a stream link may meet a stream the fault
+	// phase left stale: bound for a previous incarnation of the member's
+	// node, or cut by a partition or a blip and idle since. A writer that
+	// carries nothing learns of it only when it next writes (the write or
+	// the ack fails) or closes the stream: the receiver's refusal, or the
+	// break, reaches it at most StaleLinkDelay (the linger) later, and it
+	// hands the items over then, after one back-off. Once per link: the
+	// strict traffic's later items find the link fresh.
 	strict := j.strict(send)
-	if strict && j.h.ModeAt(send.Node, send.Invoked) == "stream" && j.restarted(s.node) {
+	if strict && j.h.ModeAt(send.Node, send.Invoked) == "stream" {
 		deadline.t += j.h.StaleLinkDelay
 	}
 	rec := recoveryOf(j.h, FaultStreamBreak)
 	base := deadline.t
 	broke := time.Duration(-1)
-	for grew := !strict; grew; {
+	for grew := true; grew; {
 		grew = false
 		for _, f := range j.h.Faults {
-			if !f.Kind.BreaksStream() {
+			// After the heal no injected fault excuses anything; a
+			// receiver's refusal of another item on the link (a smaller
+			// limit) is no fault of the harness's and delays the link
+			// all the same.
+			if !f.Kind.BreaksStream() || strict && f.Kind != FaultStreamRefused {
 				continue
 			}
 			fr := recoveryOf(j.h, f.Kind)
@@ -175,7 +170,7 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	excuses := func(stretch bool) func(Fault) bool {
 		return func(f Fault) bool {
 			switch f.Kind {
-			case FaultStreamBreak, FaultRecvBreak:
+			case FaultStreamBreak, FaultRecvBreak, FaultStreamRefused:
 				return false // judged above: it delays, it does not excuse
 			case FaultStreamGiveUp:
 				// A relay stream's break holds no worker (relay tasks only

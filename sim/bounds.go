@@ -107,15 +107,16 @@ func Recovery(cfg system.Config) map[model.FaultKind]time.Duration {
 	// for the next heartbeat.
 	overlap := resend
 	return map[model.FaultKind]time.Duration{
-		model.FaultOverlap:      overlap,
-		model.RecoveryDefault:   reconnect,
-		model.FaultStreamBreak:  resend,
-		model.FaultRecvBreak:    cfg.StreamLinger + resend,
-		model.FaultStreamGiveUp: relay + cfg.CatchUpInterval,
-		model.RecoveryOp:        relay,
-		model.FaultRouteFlush:   cfg.RouteTTL/3 + reconnect,
-		model.FaultVanish:       cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
-		model.FaultSlow:         cfg.CatchUpInterval + reconnect,
+		model.FaultOverlap:       overlap,
+		model.RecoveryDefault:    reconnect,
+		model.FaultStreamBreak:   resend,
+		model.FaultRecvBreak:     cfg.StreamLinger + resend,
+		model.FaultStreamRefused: cfg.StreamLinger + resend,
+		model.FaultStreamGiveUp:  relay + cfg.CatchUpInterval,
+		model.RecoveryOp:         relay,
+		model.FaultRouteFlush:    cfg.RouteTTL/3 + reconnect,
+		model.FaultVanish:        cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
+		model.FaultSlow:          cfg.CatchUpInterval + reconnect,
 	}
 }
 

@@ -316,7 +316,10 @@ func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.Strea
 	id := callID(ss.Context(), info.FullMethod)
 	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id})
 	if info.FullMethod == relaypb.Relay_RelayStream_FullMethodName {
-		ss = newServerRelayStream(h, ss, id)
+		rs := newServerRelayStream(h, ss, id)
+		err := handler(srv, rs)
+		rs.refused(err)
+		return err
 	}
 	return handler(srv, ss)
 }

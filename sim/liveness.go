@@ -94,6 +94,10 @@ const recoveryBurstGap = 500 * time.Millisecond
 // crashed nodes come back, and every user reconnects (with its cursors).
 func (c *Cluster) Liveness() error {
 	c.faults.on = false
+	// A recv-break armed and not yet spent ends with the fault phase too.
+	c.faults.mu.Lock()
+	c.forcedCuts = 0
+	c.faults.mu.Unlock()
 	if c.stopChaos != nil {
 		close(c.stopChaos)
 		c.stopChaos = nil

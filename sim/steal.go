@@ -35,8 +35,14 @@ func (s Steal) String() string {
 	return fmt.Sprintf("%s %s of %s (%s)", s.Room, s.MsgID, s.Victim, m)
 }
 
-// stealPayload is the payload a steal sends: the stealer's own.
-func stealPayload(user, msgID string) []byte { return []byte("steal:" + user + ":" + msgID) }
+// stealPayload is the payload a steal sends: the stealer's own (its
+// digest of the stealer's name tells it from the victim's and from other
+// stealers'). Short, whatever the names: a payload over the answering
+// node's MaxPayload (a mixed cluster's are as small as 64 bytes) would be
+// refused InvalidArgument for its size, not judged as a steal.
+func stealPayload(user, msgID string) []byte {
+	return fmt.Appendf(nil, "steal:%08x:%s", uint32(model.PayloadDigest([]byte(user))), msgID)
+}
 
 // PlanSteals places n steals inside [start, end), drawn from a sub-seed of
 // their own ("steal"), so that they move no other fault kind's plan. Each

@@ -250,6 +250,9 @@ type serverRelayStream struct {
 	attempt string // the sender's attempt (its stream count on the link): "a3"
 	ctx     context.Context
 	cancel  context.CancelFunc
+	// from is the sending node, as the stream's items name their link
+	// ("n1@1.2#0"), once an item arrived.
+	from string
 }
 
 type serverRelayStreamKey struct{}
@@ -284,6 +287,9 @@ func (s *serverRelayStream) RecvMsg(m any) error {
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
 	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Units: len(it.Recipients)})
+	if from, _, ok := strings.Cut(it.Link, "@"); ok {
+		s.from = from
+	}
 	return nil
 }
 
@@ -402,4 +408,21 @@ func (c *Cluster) takeForcedCut() bool {
 	}
 	c.forcedCuts--
 	return true
+}
+
+// refused records a relay stream its receiver ended refusing an item
+// (INVALID_ARGUMENT: a limit smaller than the sender's): as a
+// stream-refused break of the link (sender, receiver) at the refusal. The
+// sender learns of it only at its next write or its close for the ack
+// (the linger), and relays the link's items again one by one then; the
+// timely check lets that link's items be late by that much, the refused
+// item itself being owed through the catch-up only (model/refused.go).
+// What the harness reads is the status the receiver sent on the wire.
+func (s *serverRelayStream) refused(err error) {
+	h, c := s.h, s.h.c
+	if status.Code(err) != codes.InvalidArgument || s.from == "" || c.Trace.Frozen() {
+		return
+	}
+	c.Trace.Event(c.Now(), h.node, "%s %s from %s: %v", model.FaultStreamRefused, s.id, s.from, status.Code(err))
+	c.rec.fault(*c.linkFault(model.FaultStreamRefused, s.from, h.node))
 }
