@@ -34,6 +34,9 @@
 //     items, resent on a new one).
 //   - rolling-upgrade: four nodes upgraded one by one from relay protocol
 //     v1 to v3 under traffic; relays move from single to the file's mode.
+//   - rolling-upgrade-legacy: unfixed nodes (legacy=all) beside a fixed
+//     one, what each does with a non-ASCII room and a stolen message id,
+//     and check recording it; then the unfixed nodes restarted fixed.
 //
 // Each command is one handler (interaction_env_handler_*.go) whose doc
 // comment has an example; Env.Handle lists them. Commands and arguments
@@ -69,8 +72,9 @@
 //
 // The cluster of a file starts with "cluster" (3 nodes by default, a fixed
 // seed, the LAN-like cost model, a small pool, no fault but those the file
-// applies, versions= for each node's relay protocol); "restart protocol="
-// upgrades a node (sim's upgrade fault); faults go through sim's control panel (sim/control.go), which
+// applies, versions= for each node's relay protocol, legacy= for each
+// node's legacy behaviours); "restart protocol=" or "restart legacy="
+// restarts a running node gracefully (sim's upgrade fault); faults go through sim's control panel (sim/control.go), which
 // wraps the fault injector so the oracle records them as it records drawn
 // ones, and "check" judges the history so far with model.Check.
 package scenarios

@@ -81,15 +81,16 @@ type handler struct {
 // handlers maps each command to its handler (interaction_env_handler_*.go,
 // each with an example in its doc comment).
 var handlers = map[string]handler{
-	"cluster":        {[]string{"nodes", "seed", "versions", "relays"}, (*Env).handleCluster},
+	"cluster":        {[]string{"nodes", "seed", "versions", "legacy", "relays"}, (*Env).handleCluster},
 	"connect":        {[]string{"user", "node"}, (*Env).handleConnect},
 	"disconnect":     {[]string{"user"}, (*Env).handleDisconnect},
 	"vanish":         {[]string{"user"}, (*Env).handleVanish},
 	"join":           {[]string{"user", "room", "node"}, (*Env).handleJoin},
 	"leave":          {[]string{"user", "room", "node"}, (*Env).handleLeave},
 	"send":           {[]string{"user", "room", "msg", "node"}, (*Env).handleSend},
+	"steal":          {[]string{"user", "room", "msg", "node"}, (*Env).handleSteal},
 	"crash":          {[]string{"node"}, (*Env).handleCrash},
-	"restart":        {[]string{"node", "protocol"}, (*Env).handleRestart},
+	"restart":        {[]string{"node", "protocol", "legacy"}, (*Env).handleRestart},
 	"partition":      {[]string{"a", "b"}, (*Env).handlePartition},
 	"heal":           {nil, (*Env).handleHeal},
 	"break-stream":   {[]string{"from", "to"}, (*Env).handleBreakStream},
@@ -396,12 +397,20 @@ func renderStory(ev sim.StoryEvent, allRelays bool) string {
 		if w.Protocol != system.ProtocolLatest {
 			s += fmt.Sprintf(" protocol=v%d (relays in %s)", w.Protocol, w.RelaysIn)
 		}
+		if w.Legacy != (system.Legacy{}) {
+			s += " legacy=" + legacyShown(w.Legacy)
+		}
 		return s
+	case sim.NodeLegacy:
+		return fmt.Sprintf("%s legacy %s -> %s", ev.Node, legacyShown(w.From), legacyShown(w.To))
 	case sim.NodeCrash:
 		return fmt.Sprintf("%s crashed epoch=%d", ev.Node, w.Epoch)
 	case sim.NodeUpgrade:
 		if w.AtRestart {
 			return fmt.Sprintf("%s upgrade v%d -> v%d at its restart", ev.Node, w.From, w.To)
+		}
+		if w.From == w.To && !w.Overlap {
+			return fmt.Sprintf("%s graceful restart epoch=%d", ev.Node, w.Epoch)
 		}
 		return fmt.Sprintf("%s upgrade v%d -> v%d epoch=%d", ev.Node, w.From, w.To, w.Epoch)
 	case sim.NodeStartFailed:

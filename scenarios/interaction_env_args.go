@@ -160,3 +160,50 @@ func (a *args) versions(key string) []int {
 	}
 	return out
 }
+
+// legacy returns the legacy behaviours key names for one node (system
+// ParseLegacy: "all", "none", or behaviours joined by '+' or ','), and
+// whether key was given.
+func (a *args) legacy(key string) (system.Legacy, bool) {
+	if !a.has(key) {
+		return system.Legacy{}, false
+	}
+	s := strings.Join(a.list(key), ",")
+	if s == "" {
+		a.fail("%s= wants a value (all, none, or names+idempotency+deregister)", key)
+		return system.Legacy{}, false
+	}
+	l, err := parseLegacy(s)
+	if err != nil {
+		a.fail("%s=%s: %v", key, s, err)
+	}
+	return l, true
+}
+
+// legacies returns one node's legacy behaviours per node ("all,none":
+// n1 unfixed, n2 fixed; a node's behaviours are joined by '+').
+func (a *args) legacies(key string) []system.Legacy {
+	var out []system.Legacy
+	for _, s := range a.list(key) {
+		l, err := parseLegacy(s)
+		if err != nil {
+			a.fail("%s=: %v", key, err)
+			return nil
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func parseLegacy(s string) (system.Legacy, error) {
+	return system.ParseLegacy(strings.ReplaceAll(s, "+", ","))
+}
+
+// legacyShown is l as the commands spell it: "all", "none", or the
+// behaviours joined by '+'.
+func legacyShown(l system.Legacy) string {
+	if l == (system.Legacy{Names: true, Idempotency: true, Deregister: true}) {
+		return "all"
+	}
+	return strings.ReplaceAll(l.String(), ",", "+")
+}

@@ -17,12 +17,17 @@ import (
 // but those the file applies. versions= gives the relay protocol each node
 // starts with, from n1 (v1 single only, v2 adds bulk, v3 adds stream;
 // default the latest): a node relays in the best mode both ends speak, up
-// to the file's mode. relays=all makes the file tell every relay call,
-// not only those that failed or were retried.
+// to the file's mode. legacy= gives, from n1, the behaviours of builds
+// before the fixes each node runs with (system.Legacy: all, none, or some
+// of names, idempotency and deregister joined by '+'; default none): the
+// unfixed nodes beside fixed ones of a rolling upgrade. relays=all makes
+// the file tell every relay call, not only those that failed or were
+// retried.
 //
 // Example:
 //
 //	cluster nodes=4 versions=v1,v1,v2,v3
+//	cluster nodes=3 legacy=all,names+idempotency,none
 func (e *Env) handleCluster(a *args) (string, error) {
 	if e.c != nil {
 		return "", errors.New("cluster: a file starts one cluster")
@@ -46,6 +51,10 @@ func (e *Env) handleCluster(a *args) (string, error) {
 	if len(versions) > nodes {
 		a.fail("versions= names %d nodes, the cluster has %d", len(versions), nodes)
 	}
+	legacy := a.legacies("legacy")
+	if len(legacy) > nodes {
+		a.fail("legacy= names %d nodes, the cluster has %d", len(legacy), nodes)
+	}
 	if a.err != nil {
 		return "", nil
 	}
@@ -54,7 +63,7 @@ func (e *Env) handleCluster(a *args) (string, error) {
 	}
 	cost := sim.DefaultCost()
 	c, err := sim.NewCluster(sim.ClusterConfig{
-		Seed: seed, Mode: e.Mode, Nodes: nodes, Versions: versions,
+		Seed: seed, Mode: e.Mode, Nodes: nodes, Versions: versions, Legacy: legacy,
 		Executor: system.ExecutorConfig{Core: 2, Max: 8, Queue: 16, KeepAlive: 10 * time.Second},
 		Node:     func(nc *system.Config) { nc.OutboxSize = 64 },
 		Cost:     cost,

@@ -29,25 +29,35 @@ func (e *Env) handleCrash(a *args) (string, error) {
 
 // handleRestart brings a crashed node back with a new epoch; peers dial the
 // new incarnation and clients may connect to it again. With protocol= the
-// node comes back speaking that relay protocol version; a node that is up
-// is then upgraded the way a rolling upgrade does it: stopped gracefully
-// (its clients' streams end and they reconnect elsewhere) and started
-// anew with the version.
+// node comes back speaking that relay protocol version, and with legacy=
+// running those legacy behaviours (all, none, or some of names,
+// idempotency and deregister joined by '+': system.Legacy); a node that
+// is up is then restarted the way a rolling upgrade does it: stopped
+// gracefully (its clients' streams end and they reconnect elsewhere) and
+// started anew with them.
 //
 // Example:
 //
 //	restart node=n2 protocol=v3
+//	restart node=n1 legacy=none
 func (e *Env) handleRestart(a *args) (string, error) {
 	i := a.node("node", true)
 	v := a.protocol("protocol")
+	l, setLegacy := a.legacy("legacy")
 	if a.err != nil {
 		return "", nil
 	}
 	up := e.c.Up(i)
-	switch {
-	case up && v == 0:
-		return "", fmt.Errorf("restart: %s is up (restart protocol=vN upgrades a running node)", e.c.NodeIDs()[i])
-	case v != 0:
+	if up && v == 0 && !setLegacy {
+		return "", fmt.Errorf("restart: %s is up (restart protocol=vN or legacy=... restarts a running node gracefully)", e.c.NodeIDs()[i])
+	}
+	if setLegacy {
+		e.c.SetLegacy(i, l)
+	}
+	if up && v == 0 {
+		v = e.c.Protocol(i) // a graceful restart with its own version
+	}
+	if v != 0 {
 		if err := e.c.Apply(sim.Fault{Kind: model.FaultUpgrade, Node: i, Protocol: v}); err != nil {
 			return "", err
 		}

@@ -47,3 +47,26 @@ func (e *Env) handleSend(a *args) (string, error) {
 	}
 	return e.news(), nil
 }
+
+// handleSteal makes user send msg, a message id another user already sent
+// to room, with user's own credential and payload, as an adversarial but
+// authenticated client would (sim.ActSteal), and waits for the outcome. A
+// client message id is scoped to its sender (docs/protocol-rules.md): a
+// member's steal is its own new message, a non-member's is refused
+// FailedPrecondition; a node running legacy=idempotency takes either as
+// a duplicate of the first message. node= is the node asked when user is
+// not connected (default n1). check judges it (content-integrity).
+//
+// Example:
+//
+//	steal user=mallory room=r1 msg=hello node=n2
+func (e *Env) handleSteal(a *args) (string, error) {
+	user, room, msg, node := a.str("user", true), a.str("room", true), a.str("msg", true), a.node("node", false)
+	if a.err != nil {
+		return "", nil
+	}
+	if _, err := e.do(sim.Action{User: user, Kind: sim.ActSteal, Room: room, Node: node, MsgID: msg}, model.KindSend); err != nil {
+		return "", fmt.Errorf("steal: %w", err)
+	}
+	return e.news(), nil
+}

@@ -46,6 +46,11 @@ type ClusterConfig struct {
 	// i; zero fields keep the defaults). The oracle is told every
 	// incarnation's limits (model.History.Limits).
 	Limits []NodeLimits
+	// Legacy is the legacy behaviours each node starts with (index i for
+	// node i; missing is none): an unfixed build beside fixed ones during
+	// a rolling upgrade (docs/protocol-rules.md). SetLegacy changes a
+	// node's for its next incarnation.
+	Legacy []system.Legacy
 	// History, when set, receives the history as it is recorded.
 	History io.Writer
 	// Story keeps what the trace tells as typed events (Cluster.Story):
@@ -137,6 +142,9 @@ type simNode struct {
 	// stops the running incarnation.
 	protocol int
 	stopping bool
+	// legacy is what the node's incarnations run with (Config.Legacy),
+	// until SetLegacy changes it.
+	legacy system.Legacy
 }
 
 // NewCluster starts cfg.Nodes nodes. Call it inside a bubble, from the
@@ -164,6 +172,9 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 		sn := &simNode{idx: i, id: fmt.Sprintf("n%d", i+1), protocol: system.ProtocolLatest}
 		if i < len(cfg.Versions) && cfg.Versions[i] != 0 {
 			sn.protocol = cfg.Versions[i]
+		}
+		if i < len(cfg.Legacy) {
+			sn.legacy = cfg.Legacy[i]
 		}
 		c.nodes = append(c.nodes, sn)
 	}
@@ -242,6 +253,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		setDefault(&cfg.MaxPayload, l.MaxPayload)
 		setDefault(&cfg.MaxRecipients, l.MaxRecipients)
 	}
+	cfg.Legacy = sn.legacy
 	cfg.ClusterToken = clusterToken
 	cfg.UserSecret = c.userSecret
 	if c.cfg.Executor.Max > 0 {
@@ -286,7 +298,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		time.Sleep(500 * time.Millisecond)
 	}
 	sn.n, sn.up, sn.epoch = n, true, n.Epoch()
-	c.tell(sn.id, NodeUp{Epoch: sn.epoch, Mode: c.cfg.Mode, Protocol: sn.protocol, RelaysIn: n.Mode()})
+	c.tell(sn.id, NodeUp{Epoch: sn.epoch, Mode: c.cfg.Mode, Protocol: sn.protocol, RelaysIn: n.Mode(), Legacy: sn.legacy})
 	c.rec.version(model.Version{Node: sn.id, From: c.Now(), Protocol: sn.protocol})
 	c.rec.limits(model.Limits{Node: sn.id, From: c.Now(), MaxPayload: cfg.MaxPayload, MaxRecipients: cfg.MaxRecipients})
 	c.rec.endFault(model.FaultCrash, sn.id, c.Now())

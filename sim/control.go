@@ -6,6 +6,7 @@ import (
 
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/system"
 )
 
 // This file is the cluster's control panel for explicit stories (the
@@ -44,6 +45,26 @@ func (c *Cluster) NodeIndex(id string) (int, bool) {
 
 // Up reports whether node i is up.
 func (c *Cluster) Up(i int) bool { return c.nodes[i].up }
+
+// Protocol is the relay protocol version node i runs (and restarts with).
+func (c *Cluster) Protocol(i int) int { return c.nodes[i].protocol }
+
+// Legacy is the legacy behaviours node i runs (and restarts with).
+func (c *Cluster) Legacy(i int) system.Legacy { return c.nodes[i].legacy }
+
+// SetLegacy makes node i's next incarnations run with the legacy
+// behaviours l (system.Config.Legacy): the running one, if any, keeps its
+// own until it is restarted (Restart after a crash, or Replace with its
+// own protocol for a graceful restart), as an operator changes a node's
+// flags and then restarts it.
+func (c *Cluster) SetLegacy(i int, l system.Legacy) {
+	sn := c.nodes[i]
+	if sn.legacy == l {
+		return
+	}
+	c.tell(sn.id, NodeLegacy{From: sn.legacy, To: l})
+	sn.legacy = l
+}
 
 // Partition cuts the links between nodes a and b both ways until Heal.
 func (c *Cluster) Partition(a, b int) error {

@@ -24,13 +24,28 @@ type NodeUp struct {
 	Mode     system.Mode // the cluster's configured mode
 	Protocol int
 	RelaysIn system.Mode
+	// Legacy is the legacy behaviours it runs with (none: the fixed
+	// build).
+	Legacy system.Legacy
 }
 
 func (e NodeUp) String() string {
-	if e.Protocol == system.ProtocolLatest {
-		return fmt.Sprintf("node.up epoch=%d mode=%s", e.Epoch, e.Mode)
+	s := fmt.Sprintf("node.up epoch=%d mode=%s", e.Epoch, e.Mode)
+	if e.Protocol != system.ProtocolLatest {
+		s += fmt.Sprintf(" protocol=v%d (relays in %s)", e.Protocol, e.RelaysIn)
 	}
-	return fmt.Sprintf("node.up epoch=%d mode=%s protocol=v%d (relays in %s)", e.Epoch, e.Mode, e.Protocol, e.RelaysIn)
+	if e.Legacy != (system.Legacy{}) {
+		s += " legacy=" + e.Legacy.String()
+	}
+	return s
+}
+
+// NodeLegacy: the node's next incarnations run with legacy behaviours To
+// instead of From (Cluster.SetLegacy).
+type NodeLegacy struct{ From, To system.Legacy }
+
+func (e NodeLegacy) String() string {
+	return fmt.Sprintf("node.legacy %s -> %s at its next start", e.From, e.To)
 }
 
 // NodeStartFailed: a start failed (on a Redis fault); the harness retries.
