@@ -333,6 +333,11 @@ type History struct {
 	// incarnation, or cut and idle since), and the writer learns of it
 	// only when it next writes or closes the stream (the stream linger).
 	StaleLinkDelay time.Duration
+	// Recipients is, per message and receiving node ("room#seq>node"),
+	// the most recipients one relay call or stream item carrying it to
+	// that node named, as the harness saw them on the wire (nil: not
+	// recorded; the refused-message excuse then estimates them).
+	Recipients map[string]int
 	// Relays are the node-to-node relay calls the harness saw (CheckRelayMode).
 	Relays []RelayCall
 	// LinkEvents are what the harness saw of the relay stream links, in

@@ -1,6 +1,9 @@
 package model
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // A heterogeneous cluster (a config rollout) may have a receiver whose
 // limits are smaller than its sender's: a message the sender sequenced,
@@ -60,6 +63,12 @@ func (j *judge) nextLimits(i int) (time.Duration, bool) {
 func (j *judge) mostRecipients(send Event, node string, until time.Duration) int {
 	if j.h.ModeAt(send.Node, send.Invoked) == "single" {
 		return 1
+	}
+	if j.h.Recipients != nil {
+		// Counted on the wire: no call or item carried it to node with
+		// more (none at all: it was never relayed there, so never
+		// refused there either).
+		return j.h.Recipients[fmt.Sprintf("%s#%d>%s", send.Room, send.Seq, node)]
 	}
 	if j.connectsTo == nil {
 		j.connectsTo = map[string]map[string]time.Duration{}

@@ -30,6 +30,10 @@ type Config struct {
 	// faulted seed draw it (DrawStreamBacklog), a fault-free run keep the
 	// default.
 	StreamBacklog int
+	// StreamLinger, when set, replaces each node's stream linger (how
+	// long a link's writer keeps a stream open for more items before it
+	// closes it for the ack; system.Config.StreamLinger).
+	StreamLinger time.Duration
 	// ChannelsPerPeer is each node's gRPC connections per peer; 0 lets the
 	// seed draw 1-4 (swarm testing of the multi-channel path).
 	ChannelsPerPeer int

@@ -340,6 +340,9 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	// others: park before any fault decision or trace line.
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Units: recipientsOf(req)})
 	h.relayCall(method, target, false)
+	if m, ok := relayedOf(req); ok {
+		c.rec.relayed(m.Room, m.Seq, target, recipientsOf(req))
+	}
 	nd := c.netDraws(key)
 	mix := c.faults.mix
 	m, _ := system.MessageOf(ctx)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -133,6 +134,21 @@ func (r *recorder) limits(l model.Limits) {
 		return
 	}
 	r.hist.Limits = append(r.hist.Limits, l)
+}
+
+// relayed notes that a relay call or stream item carried room#seq to node
+// `to` naming n recipients (model.History.Recipients keeps the most).
+func (r *recorder) relayed(room string, seq uint64, to string, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trace.Frozen() {
+		return
+	}
+	if r.hist.Recipients == nil {
+		r.hist.Recipients = map[string]int{}
+	}
+	k := fmt.Sprintf("%s#%d>%s", room, seq, to)
+	r.hist.Recipients[k] = max(r.hist.Recipients[k], n)
 }
 
 // relay adds a relay call the harness saw leave a node.

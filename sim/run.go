@@ -82,6 +82,9 @@ func runInBubble(cfg Config, res *Result) {
 			if res.StreamBacklog > 0 {
 				nc.StreamBacklog = res.StreamBacklog
 			}
+			if cfg.StreamLinger > 0 {
+				nc.StreamLinger = cfg.StreamLinger
+			}
 		},
 		Cost: res.Cost, Mix: res.Mix, Strategy: strategy, Trace: trace, RunID: id, CPU: cfg.CPU, History: cfg.History,
 		RecordNode: cfg.RecordNode,

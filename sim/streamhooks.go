@@ -101,6 +101,7 @@ func (s *simClientStream) SendMsg(m any) error {
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Units: len(it.Recipients)})
+	c.rec.relayed(it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), s.target, len(it.Recipients))
 	if err := s.cutErr(); err != nil {
 		return err
 	}

@@ -78,6 +78,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.IntVar(&c.Bounds.Forgeries, "max-forgeries", c.Bounds.Forgeries, "most calls with a forged credential (any Chat or Relay method) per run")
 	fs.IntVar(&c.Bounds.Steals, "max-steals", c.Bounds.Steals, "most sends with another user's client message id per run")
 	fs.Float64Var(&c.Bounds.RecvBreaks, "max-recv-break", c.Bounds.RecvBreaks, "highest per-item probability that a relay stream breaks between an item's read and its delivery (stream mode)")
+	fs.DurationVar(&c.StreamLinger, "stream-linger", c.StreamLinger, "each node's stream linger, how long a link keeps a stream open for more items before closing it for the ack (0: the default, 500ms)")
 	fs.IntVar(&c.StreamBacklog, "stream-backlog", c.StreamBacklog, "each node's link backlog bound, queued plus unacknowledged stream items (0: a faulted seed draws it)")
 	fs.Float64Var(&c.Overlap, "overlap", c.Overlap, "probability that a crash or upgrade restarts the node with its new incarnation started before the old one has stopped")
 	fs.Float64Var(&c.Mixed, "mixed", c.Mixed, "share of seeds whose nodes differ in limits (MaxPayload, MaxRecipients) and protocol version, as during a config rollout")
