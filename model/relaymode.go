@@ -30,8 +30,9 @@ type RelayCall struct {
 // incarnation must not stick to the next one (too low a mode), and no
 // sender may relay in a mode its peer does not speak (too high). One
 // refusal excuses bulk calls in stream mode: a relay stream the receiver
-// refused (InvalidArgument) has its items relayed again one by one in
-// bulk, within h.ModeRefresh of the refusal.
+// refused (InvalidArgument: an item over a limit; Unimplemented: a peer
+// that no longer speaks v3) has its items relayed again in bulk, within
+// h.ModeRefresh of the refusal.
 func CheckRelayMode(h *History) []Violation {
 	if h.ModeRefresh <= 0 || len(h.Relays) == 0 {
 		return nil

@@ -152,7 +152,9 @@ func (s *simClientStream) RecvMsg(m any) error {
 		if !c.faults.on {
 			h.linkEvent(s.link, "ack") // else below, unless the harness loses it
 		}
-	case status.Code(err) == codes.InvalidArgument:
+	case status.Code(err) == codes.InvalidArgument, status.Code(err) == codes.Unimplemented:
+		// Refused: an item (a smaller limit), or the method (a peer that
+		// no longer speaks v3, until the sender reads its new version).
 		h.relayCall(relaypb.Relay_RelayStream_FullMethodName, s.target, true)
 	}
 	if err != nil {
