@@ -143,27 +143,41 @@ func heapSampler() (base uint64, stop func() uint64) {
 	}
 }
 
-// BenchmarkChecks measures what the oracle costs on one history: the
-// default run (seed 0x2a, bulk) is simulated once, then content-integrity
-// alone and every single-history check (model.Check) are timed on it.
-// The figure a run pays for content-integrity is the first over the
-// second, plus the digests the run records (hashing each payload sent or
-// delivered, counted in BenchmarkDefaultRun).
+// BenchmarkChecks times the oracle on one default run's history per mode:
+// every checker issue 18 added (content-integrity, bad-names-refused,
+// bounded-backlog, relay-mode, stream-backoff) and the whole of
+// model.Check, for BENCHMARKS.md's cost of the new checks.
 func BenchmarkChecks(b *testing.B) {
-	cfg := DefaultConfig()
-	cfg.Seed, cfg.Mode = 0x2a, system.ModeBulk
-	h := BenchRun(b, cfg).History
-	b.ReportMetric(float64(h.Deliveries.Len()), "deliveries")
-	b.Run("content-integrity", func(b *testing.B) {
-		for b.Loop() {
-			if vs := model.CheckContent(h); len(vs) > 0 {
-				b.Fatalf("%v", vs[0])
+	for _, mode := range []system.Mode{system.ModeBulk, system.ModeStream} {
+		b.Run(string(mode), func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Seed, cfg.Mode = 0x2a, mode
+			h := BenchRun(b, cfg).History
+			b.ReportMetric(float64(h.Deliveries.Len()), "deliveries")
+			for _, c := range []struct {
+				name  string
+				check func(*model.History) []model.Violation
+			}{
+				{"content-integrity", model.CheckContent},
+				{"bad-names-refused", model.CheckBadNamesRefused},
+				{"bounded-backlog", model.CheckBacklog},
+				{"relay-mode", model.CheckRelayMode},
+				{"stream-backoff", model.CheckStreamBackoff},
+				{"timely", model.CheckTimely},
+			} {
+				b.Run(c.name, func(b *testing.B) {
+					for b.Loop() {
+						if vs := c.check(h); len(vs) > 0 {
+							b.Fatalf("%v", vs[0])
+						}
+					}
+				})
 			}
-		}
-	})
-	b.Run("all", func(b *testing.B) {
-		for b.Loop() {
-			model.Check(h)
-		}
-	})
+			b.Run("all", func(b *testing.B) {
+				for b.Loop() {
+					model.Check(h)
+				}
+			})
+		})
+	}
 }
