@@ -136,12 +136,18 @@ func leftHow(ev Event) string {
 
 // pausedFor is how long the pauses of node that overlap [from, to] last
 // from `from` on: a paused node closes nothing, so a deadline moves by as
-// much.
+// much. Pauses chain: one that starts inside the time an earlier one
+// added moves the deadline again (a node paused twice in a row).
 func pausedFor(h *History, node string, from, to time.Duration) time.Duration {
 	var d time.Duration
-	for _, f := range h.Faults {
-		if f.Kind == FaultPause && f.touchesNode(node) && f.From < to && f.To > from {
-			d += f.To - max(f.From, from)
+	counted := make([]bool, len(h.Faults))
+	for grew := true; grew; {
+		grew = false
+		for i, f := range h.Faults {
+			if !counted[i] && f.Kind == FaultPause && f.touchesNode(node) && f.From < to+d && f.To > from {
+				d += f.To - max(f.From, from)
+				counted[i], grew = true, true
+			}
 		}
 	}
 	return d

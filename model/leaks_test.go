@@ -141,3 +141,14 @@ func TestCheckStreamLeaksCleanClose(t *testing.T) {
 		})
 	}
 }
+
+// TestPausedForChains: a pause that starts inside the time an earlier one
+// added to a deadline moves it again (a node paused twice in a row).
+func TestPausedForChains(t *testing.T) {
+	p := func(from, to time.Duration) Fault {
+		return Fault{From: from, To: to, Kind: FaultPause, Nodes: []string{"n2"}}
+	}
+	h := &History{Faults: []Fault{p(5*time.Second, 8*time.Second), p(8*time.Second, 11*time.Second), p(20*time.Second, 21*time.Second)}}
+	assert.Equal(t, 6*time.Second, pausedFor(h, "n2", 5*time.Second, 6*time.Second))
+	assert.Equal(t, time.Duration(0), pausedFor(h, "n1", 5*time.Second, 6*time.Second))
+}
