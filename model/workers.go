@@ -68,6 +68,14 @@ func (j *judge) expectTasks(send Event, conns map[string][]span) expectation {
 	// The incarnation that acked the send dispatched it; a retried send
 	// may have been invoked on an older one that ran another version.
 	first, last := j.h.ModeAt(send.Node, send.Invoked), j.h.ModeAt(send.Node, send.Time)
+	// During an overlapping restart the stopping incarnation still serves
+	// the calls on its open connections while the new one is up: either
+	// may have dispatched the send.
+	for _, f := range j.h.Faults {
+		if f.Kind == FaultOverlap && f.touchesNode(send.Node) && f.From <= send.Time && (f.To < 0 || f.To >= send.Invoked) {
+			first = j.h.ModeAt(send.Node, f.From-1)
+		}
+	}
 	if first == last {
 		return j.expectIn(first, send, conns)
 	}

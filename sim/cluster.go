@@ -23,10 +23,13 @@ import (
 
 // ClusterConfig is what a cluster is built from.
 type ClusterConfig struct {
-	Seed     Seed
-	Mode     system.Mode
-	Nodes    int
-	Executor system.ExecutorConfig
+	// NoRecoveryTraffic keeps the liveness phase from sending (Drain's
+	// strictly judged bursts, afterRecovery).
+	NoRecoveryTraffic bool
+	Seed              Seed
+	Mode              system.Mode
+	Nodes             int
+	Executor          system.ExecutorConfig
 	// Node tunes every node's config (ids, addresses and mode are set by
 	// the cluster); nil keeps the defaults.
 	Node     func(*system.Config)

@@ -56,7 +56,7 @@ func (c *Cluster) afterRecovery(end time.Duration) {
 	}
 	settle := Settle(nc)
 	from := c.Now() + settle
-	if end-from < settle || c.rec.liveBound() <= 0 {
+	if end-from < settle || c.rec.liveBound() <= 0 || c.cfg.NoRecoveryTraffic {
 		return
 	}
 	members := c.rec.members()
