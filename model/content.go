@@ -122,8 +122,10 @@ func (j *judge) contentOfSends() []Violation {
 			continue
 		}
 		// NotFound: a room never created (the rapid machine steals into
-		// rooms that may not exist yet); that refusal owes nothing.
-		if ev.Steal && !ev.OK && definite[ev.Err] && ev.Err != "FailedPrecondition" && ev.Err != "NotFound" {
+		// rooms that may not exist yet); InvalidArgument: the request
+		// itself (its payload, a name) was refused, whoever's the id.
+		// Neither says anything of the id's rule.
+		if ev.Steal && !ev.OK && definite[ev.Err] && ev.Err != "FailedPrecondition" && ev.Err != "NotFound" && ev.Err != "InvalidArgument" {
 			out = append(out, contentViolation(ev.User, ev.Room, 0, fmt.Sprintf(
 				"a send of %q, another user's message id, by %s was refused %s: the id is %s's own (a member's send is sequenced, a non-member's refused FailedPrecondition)",
 				ev.MsgID, ev.User, ev.Err, ev.User), ev.TraceLine))
