@@ -23,6 +23,18 @@ type Op struct {
 	// message's recipients, a command's keys); 0 means 1. It is not part
 	// of the key or the trace.
 	Units int
+	// Touch, Faults, FaultDelay, Lazy and Class come from the GateSpec:
+	// what the explorer needs to know of the op (explore.go).
+	Touch      []Access
+	Faults     []string
+	FaultDelay time.Duration
+	Lazy       bool
+	Class      string
+	// parent is the explorer's event after whose release the op parked
+	// (-1: before exploring began); fault is what the explorer chose for
+	// it ("" none), handed back by Gate.
+	parent  int
+	fault   string
 	// owner is who the op belongs to (GateSpec.Owner): Hold stops every op
 	// of an owner.
 	owner   any
@@ -70,6 +82,12 @@ type Scheduler struct {
 	// OnRelease, when set, is told of each released op (driver side, in
 	// release order): the experiments time fan-outs with it.
 	OnRelease func(op *Op, now time.Duration)
+	// Explorer, when set and armed, makes every choice instead of the
+	// strategy (explore.go); cur is the index of its latest event, which
+	// ops that park now record as their parent.
+	Explorer *Explorer
+	cur      int
+	lazyBuf  []*Op
 }
 
 // NewScheduler returns a scheduler whose clock starts now (inside the bubble).
@@ -77,7 +95,7 @@ func NewScheduler(s Strategy, trace *Trace, latency func(node, kind, id string) 
 	return &Scheduler{
 		start: time.Now(), lock: make(chan struct{}, 1), parked: map[string]*Op{},
 		wake: make(chan struct{}, 1), strategy: s, latency: latency, trace: trace,
-		pausedTo: map[string]time.Duration{}, heldOwner: map[any]bool{},
+		pausedTo: map[string]time.Duration{}, heldOwner: map[any]bool{}, cur: -1,
 	}
 }
 
@@ -107,29 +125,47 @@ type GateSpec struct {
 	Extra time.Duration
 	// Units sizes the op for the resource model (see Op.Units).
 	Units int
+	// Touch is the op's footprint for the explorer (nil: unknown, it
+	// touches everything). Faults lists the faults the harness can carry
+	// out at this op ("drop", "error", ...): the explorer may choose one,
+	// and Gate returns it. FaultDelay > 0 offers "delay": the op is held
+	// that long past its gate (past a timeout that matters). Ignored
+	// unless an explorer is set.
+	Touch      []Access
+	Faults     []string
+	FaultDelay time.Duration
+	// Lazy marks an op that never runs on its own: only the explorer fires
+	// it, as a fault of class Class (a crash), and Gate returns "fire";
+	// teardown releases it with "". Lazy ops never make the scheduler
+	// busy: time runs on while only they are parked.
+	Lazy  bool
+	Class string
 }
 
 // Gate parks the calling goroutine until the driver releases it. The op's
-// latency (and g.Extra) is applied before it can be picked.
-func (s *Scheduler) Gate(g GateSpec) {
+// latency (and g.Extra) is applied before it can be picked. It returns the
+// fault the explorer chose for the op ("" for none: always "" outside
+// exploration).
+func (s *Scheduler) Gate(g GateSpec) string {
 	if s.Ungated {
-		return
+		return ""
 	}
 	s.lock <- struct{}{}
 	if s.pass {
 		<-s.lock
-		return
+		return ""
 	}
 	key := g.Node + "|" + g.Kind + "|" + g.ID
 	if g.Tie != "" {
 		key += "\x00" + g.Tie
 	}
-	op := &Op{Key: key, Node: g.Node, Kind: g.Kind, ID: g.ID, Units: g.Units, owner: g.Owner, release: make(chan struct{})}
+	op := &Op{Key: key, Node: g.Node, Kind: g.Kind, ID: g.ID, Units: g.Units, owner: g.Owner, release: make(chan struct{}),
+		Touch: g.Touch, Faults: g.Faults, FaultDelay: g.FaultDelay, Lazy: g.Lazy, Class: g.Class, parent: s.cur}
 	if g.Owner != nil && s.heldOwner[g.Owner] {
 		s.held = append(s.held, op)
 		<-s.lock
 		<-op.release
-		return
+		return ""
 	}
 	op.ReadyAt = s.Now() + g.Extra
 	if s.latency != nil {
@@ -152,6 +188,7 @@ func (s *Scheduler) Gate(g GateSpec) {
 	default:
 	}
 	<-op.release
+	return op.fault
 }
 
 // Hold stops owner for good, as a crash stops a process: its parked ops
@@ -214,7 +251,12 @@ func (s *Scheduler) ready(now time.Duration) ([]*Op, time.Duration) {
 	defer func() { <-s.lock }()
 	next := time.Duration(-1)
 	out := s.readyBuf[:0]
+	s.lazyBuf = s.lazyBuf[:0]
 	for _, op := range s.sorted { // already in key order: no sort per step
+		if op.Lazy {
+			s.lazyBuf = append(s.lazyBuf, op) // never ready on its own
+			continue
+		}
 		at := op.ReadyAt
 		if len(s.pausedTo) > 0 {
 			at = max(at, s.pausedTo[op.Node])
@@ -321,7 +363,11 @@ func (s *Scheduler) drive(done <-chan struct{}, end time.Duration) bool {
 		}
 		now := s.Now()
 		ready, next := s.ready(now)
-		if len(ready) > 0 {
+		if e := s.Explorer; e != nil && e.armed {
+			if s.exploreStep(ready, s.lazyBuf, now) {
+				continue
+			}
+		} else if len(ready) > 0 {
 			s.step(ready, now)
 			continue
 		}

@@ -154,3 +154,12 @@ func (e *Exhaustive) Next() bool {
 	}
 	return false
 }
+
+// First always runs the lowest-keyed ready op: the explorer's runs use it
+// outside their explored window (setup, and the liveness phase after the
+// horizon).
+type First struct{}
+
+func (First) Name() string { return "first" }
+
+func (First) Pick([]*Op, time.Duration) (int, time.Duration) { return 0, 0 }
