@@ -33,8 +33,8 @@ type Op struct {
 	// parent is the explorer's event after whose release the op parked
 	// (-1: before exploring began); fault is what the explorer chose for
 	// it ("" none), handed back by Gate.
-	parent  int
-	fault   string
+	parent int
+	fault  string
 	// owner is who the op belongs to (GateSpec.Owner): Hold stops every op
 	// of an owner.
 	owner   any
