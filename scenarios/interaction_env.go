@@ -14,6 +14,7 @@ import (
 
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -34,10 +35,22 @@ type Env struct {
 	allRelays bool
 	// forged counts the forge commands run (forgedN message ids).
 	forged int
+	// explorer, when set, runs the cluster under the model checker (an
+	// explore block's schedule); setup holds the commands run so far, which
+	// every schedule of an explore block replays.
+	explorer *dst.Explorer
+	setup    []*datadriven.TestData
+	// ExploreDefaults are the explore blocks' defaults (the command line's
+	// flags; a block's own arguments override them); ExploreReports
+	// collects each block's report.
+	ExploreDefaults ExploreOptions
+	ExploreReports  []*ExploreReport
 }
 
 // NewEnv returns the environment of one file in mode.
-func NewEnv(mode system.Mode) *Env { return &Env{Mode: mode, rooms: map[string]bool{}} }
+func NewEnv(mode system.Mode) *Env {
+	return &Env{Mode: mode, rooms: map[string]bool{}, ExploreDefaults: DefaultExploreOptions()}
+}
 
 // Close tears the cluster down (every goroutine it started ends).
 func (e *Env) Close() {
@@ -54,12 +67,22 @@ var errNoCluster = errors.New("no cluster yet: start the file with `cluster node
 // command, an unknown argument or an ill-typed value names the command;
 // the caller adds the file and line.
 func (e *Env) Handle(d *datadriven.TestData) (string, error) {
+	if d.Cmd == "explore" {
+		return e.handleExplore(d)
+	}
 	h, ok := handlers[d.Cmd]
 	if !ok {
 		return "", fmt.Errorf("unknown command %q (commands: %s)", d.Cmd, strings.Join(commandNames(), ", "))
 	}
 	if d.Cmd != "cluster" && e.c == nil {
 		return "", errNoCluster
+	}
+	switch d.Cmd {
+	case "check", "metrics", "trace":
+	default:
+		cp := *d // datadriven reuses its TestData
+		cp.CmdArgs = append([]datadriven.CmdArg(nil), d.CmdArgs...)
+		e.setup = append(e.setup, &cp)
 	}
 	a, err := newArgs(e, d, h.args...)
 	if err != nil {
@@ -105,7 +128,8 @@ var handlers = map[string]handler{
 }
 
 func commandNames() []string {
-	names := make([]string, 0, len(handlers))
+	names := make([]string, 0, len(handlers)+1)
+	names = append(names, "explore")
 	for n := range handlers {
 		names = append(names, n)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -62,7 +63,7 @@ func (e *Env) handleCluster(a *args) (string, error) {
 		return "", fmt.Errorf("cluster: nodes=%d, want 1 to 9", nodes)
 	}
 	cost := sim.DefaultCost()
-	c, err := sim.NewCluster(sim.ClusterConfig{
+	cfg := sim.ClusterConfig{
 		Seed: seed, Mode: e.Mode, Nodes: nodes, Versions: versions, Legacy: legacy,
 		Executor: system.ExecutorConfig{Core: 2, Max: 8, Queue: 16, KeepAlive: 10 * time.Second},
 		Node:     func(nc *system.Config) { nc.OutboxSize = 64 },
@@ -70,7 +71,19 @@ func (e *Env) handleCluster(a *args) (string, error) {
 		Strategy: &sim.Random{C: seed.Derive("scheduler").Rand()},
 		Trace:    sim.NewTrace(true, 200),
 		Story:    true,
-	})
+	}
+	if e.explorer != nil {
+		// Under the model checker: zero latency, the explorer's choices,
+		// no liveness traffic of its own (the story is the traffic). The
+		// bounds below still come from the cost model, so timely delivery
+		// keeps its bound.
+		cfg.Strategy, cfg.Explorer, cfg.NoRecoveryTraffic = dst.First{}, e.explorer, true
+		cfg.Trace = sim.NewTrace(false, 200)
+		// Workers above core retire after 1 s (not 10): the drain after
+		// the horizon waits out the keep-alive, and every schedule pays it.
+		cfg.Executor.KeepAlive = time.Second
+	}
+	c, err := sim.NewCluster(cfg)
 	e.c = c // closed by Close even when a node failed to start
 	if err != nil {
 		return "", fmt.Errorf("cluster: %w", err)

@@ -238,7 +238,7 @@ func (cl *Client) run() {
 		cl.n++
 		id := fmt.Sprintf("a%d %s", cl.n, a.String()[len(cl.user)+1:])
 		cl.mu.Unlock()
-		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: id})
+		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: id, Touch: cl.c.tClient(cl.user)})
 		if cl.c.Trace.Frozen() {
 			return // teardown began while the action waited
 		}
@@ -421,7 +421,7 @@ func (cl *Client) callConn(a Action, n int, inv invocation, f func(context.Conte
 		ctx = metadata.AppendToOutgoingContext(ctx, cl.callCredential(a)...)
 		r, err = f(ctx, cl.unaryConn(node))
 		cancel()
-		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try%d", n, try)})
+		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try%d", n, try), Touch: cl.c.tClient(cl.user)})
 		if err == nil || !clientRetryable(err) || cl.ctx.Err() != nil {
 			break
 		}
@@ -619,14 +619,14 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 	for {
 		d, err := stream.Recv()
 		if err != nil {
-			c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d end", cs.gen)})
+			c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d end", cs.gen), Touch: c.tClient(cl.user)})
 			cl.streamEnded(cs, err)
 			return
 		}
 		cl.mu.Lock()
 		slow := cl.slowUntil - c.Now()
 		cl.mu.Unlock()
-		c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d recv %s#%d", cs.gen, d.Room, d.Seq), Extra: max(slow, 0)})
+		c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d recv %s#%d", cs.gen, d.Room, d.Seq), Extra: max(slow, 0), Touch: c.tClient(cl.user)})
 		cl.mu.Lock()
 		dead := cs.vanished || cs.closing
 		if !dead && d.Seq > cl.cursors[d.Room] {

@@ -59,6 +59,12 @@ type ClusterConfig struct {
 	// Story keeps what the trace tells as typed events (Cluster.Story):
 	// the scenario files render their output from them.
 	Story bool
+	// Explorer, when set, runs the cluster under the model checker: every
+	// op's latency is zero (ops not causally ordered are co-enabled), the
+	// explorer makes the choices while armed (ArmExplore), and the gates
+	// tell it footprints and the faults they can carry out (exploring.go).
+	// Strategy should be dst.First{}: it picks outside the armed window.
+	Explorer *dst.Explorer
 	// RecordNode, when set, adds a recorder to every node incarnation: a
 	// go-redis hook inside the simulation's own (it sees the commands
 	// that reach miniredis) and gRPC server options (a stats handler sees
@@ -101,6 +107,7 @@ type Cluster struct {
 	// (streamhooks.go); relayAttempts is the nodes' RelayAttempts.
 	breaks        linkBreaks
 	relayAttempts int
+	relayTimeout  time.Duration
 	// openStreams are the relay streams open for recv-break
 	// (streamhooks.go); forcedCuts the breaks the rapid machine asked for
 	// at the next stream.deliver gate (BreakNextDelivery).
@@ -164,7 +171,12 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.seeds.cost = cfg.Seed.Derive("cost")
 	c.userSecret = "relaysim-users-" + cfg.Seed.Derive("user-secret").String()
 	cost := cfg.Cost.WithSeed(c.seeds.cost)
-	c.Sched = dst.NewScheduler(cfg.Strategy, c.Trace, cost.Latency)
+	latency := cost.Latency
+	if cfg.Explorer != nil {
+		latency = nil
+	}
+	c.Sched = dst.NewScheduler(cfg.Strategy, c.Trace, latency)
+	c.Sched.Explorer = cfg.Explorer
 	if cfg.CPU != nil {
 		c.Sched.Resources = dst.NewResources(cfg.CPU.Cost)
 	}
@@ -263,6 +275,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		cfg.Executor = c.cfg.Executor
 	}
 	c.channels, c.relayAttempts, c.giveUpBudget = cfg.ChannelsPerPeer, cfg.RelayAttempts, GiveUpBudget(cfg)
+	c.relayTimeout = cfg.RelayTimeout
 	// The bounds bounded-backlog judges the node's links by: the
 	// configuration the harness starts it with (a zero takes the default).
 	d := system.DefaultConfig()

@@ -41,7 +41,7 @@ var (
 )
 
 func (h *nodeHooks) Gate(ctx context.Context, p system.Point) {
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key})
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Touch: h.c.tNode(h.node)})
 	// Counted once released: between gates only the released goroutine
 	// touches shared state. A worker parked at its done gate still holds
 	// its task (it takes no other before passing it).
@@ -128,7 +128,7 @@ func (h *nodeHooks) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		id := redisOpID(ctx, cmd.Name(), cmd.Args())
-		if err := h.redisGate(ctx, id, redisUnits(cmd)); err != nil {
+		if err := h.redisGate(ctx, id, redisUnits(cmd), cmd); err != nil {
 			cmd.SetErr(err)
 			return err
 		}
@@ -147,7 +147,7 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			args = cmds[len(cmds)/2].Args()
 		}
 		id := redisOpID(ctx, name, args)
-		if err := h.redisGate(ctx, id, len(cmds)); err != nil {
+		if err := h.redisGate(ctx, id, len(cmds), cmds...); err != nil {
 			for _, cmd := range cmds {
 				cmd.SetErr(err)
 			}
@@ -187,17 +187,23 @@ func (h *nodeHooks) lagStop(ctx context.Context) {
 	}
 }
 
-func (h *nodeHooks) redisGate(ctx context.Context, id string, units int) error {
+func (h *nodeHooks) redisGate(ctx context.Context, id string, units int, cmds ...redis.Cmder) error {
 	c, node := h.c, h.node
 	if h.onStop != nil && system.Label(ctx) == "stop "+node {
 		f := h.onStop
 		h.onStop = nil
 		f()
 	}
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: callTie(ctx), Extra: c.faults.spike(c.Now()), Units: units})
+	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: callTie(ctx), Extra: c.faults.spike(c.Now()), Units: units,
+		Touch: c.tRedis(node, cmds), Faults: c.offer(ExError)})
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
+	}
+	if f == ExError {
+		m, _ := system.MessageOf(ctx)
+		c.exploreFault(model.FaultRedisError, node, id, m, true)
+		return errors.New("simulated redis error")
 	}
 	if c.faults.redisDown(c.Now()) {
 		m, _ := system.MessageOf(ctx)
@@ -304,9 +310,16 @@ func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
 // here) and labels the handler's work with the call's identity.
 func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := callID(ctx, info.FullMethod)
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Units: recipientsOf(req)})
+	g := dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Units: recipientsOf(req), Touch: h.c.tNode(h.node)}
+	m, relayed := relayedOf(req)
+	if relayed {
+		g.FaultDelay = h.c.exploreDelay() // held past the caller's timeout
+	}
+	if h.c.Sched.Gate(g) == ExDelay {
+		h.c.exploreFault(model.FaultDelay, h.node, id, m, false)
+	}
 	ctx = system.WithLabel(ctx, "recv "+id)
-	if m, ok := relayedOf(req); ok {
+	if relayed {
 		ctx = system.WithMessage(ctx, m) // the handler's Redis commands work for it
 	}
 	return handler(ctx, req)
@@ -314,7 +327,7 @@ func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnarySe
 
 func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	id := callID(ss.Context(), info.FullMethod)
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id})
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Touch: h.c.tNode(h.node)})
 	if info.FullMethod == relaypb.Relay_RelayStream_FullMethodName {
 		rs := newServerRelayStream(h, ss, id)
 		err := handler(srv, rs)
@@ -338,7 +351,8 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	key := h.node + "|" + id + "|" + attemptOf(ctx)
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Units: recipientsOf(req)})
+	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Units: recipientsOf(req),
+		Touch: c.tCall(h.node, target), Faults: c.offer(ExDrop, ExLose)})
 	h.relayCall(method, target, false)
 	if m, ok := relayedOf(req); ok {
 		c.rec.relayed(m.Room, m.Seq, target, recipientsOf(req))
@@ -349,7 +363,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	switch {
 	case c.Net.Blocked(h.node, target):
 		return h.lost(ctx, model.FaultPartition, id, target)
-	case nd.hit(drawDropRequest, mix.DropRequest):
+	case f == ExDrop, nd.hit(drawDropRequest, mix.DropRequest):
 		return h.lost(ctx, model.FaultDropRequest, id, target)
 	}
 	if nd.hit(drawDelay, mix.Delay) {
@@ -361,13 +375,16 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	// The response wakes this goroutine outside the scheduler: park before
 	// touching shared state or the trace.
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx)})
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx), Touch: c.tNode(h.node)})
+	if err == nil && f == ExLose {
+		return h.lost(ctx, model.FaultDropResponse, id, target)
+	}
 	if err == nil && nd.hit(drawDuplicate, mix.Duplicate) {
 		c.inject(injection{node: h.node, what: string(model.FaultDuplicate) + " " + id,
 			record: c.opFault(model.FaultDuplicate, m, false, h.node, target)})
 		dctx := metadata.AppendToOutgoingContext(ctx, mdDup, "1")
 		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
-		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " dup"})
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " dup", Touch: c.tNode(h.node)})
 	}
 	if c.faults.on && err == nil && (c.Net.Blocked(target, h.node) || nd.hit(drawDropResponse, mix.DropResponse)) {
 		return h.lost(ctx, model.FaultDropResponse, id, target)
@@ -401,7 +418,7 @@ func (h *nodeHooks) lost(ctx context.Context, why model.FaultKind, id, target st
 	m, _ := system.MessageOf(ctx)
 	c.inject(injection{node: h.node, what: string(why) + " " + id, record: c.opFault(why, m, false, h.node, target)})
 	<-ctx.Done()
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " lost"})
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " lost", Touch: c.tNode(h.node)})
 	return status.FromContextError(ctx.Err()).Err()
 }
 

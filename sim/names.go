@@ -226,6 +226,6 @@ func (cl *Client) badConnect(a Action, n int, inv invocation) {
 	}
 	cancel()
 	_ = cc.Close()
-	c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try1", n)})
+	c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try1", n), Touch: c.tClient(cl.user)})
 	cl.record(a, inv, node, 1, reply{}, err)
 }

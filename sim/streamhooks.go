@@ -46,7 +46,7 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	target := strings.TrimPrefix(cc.Target(), "passthrough:///")
 	link := system.Label(ctx)
 	id := shortMethod(method) + " " + link + " " + attemptOf(ctx)
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id})
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id, Touch: c.tCall(h.node, target)})
 	h.relayCall(method, target, false)
 	h.linkEvent(link, "open")
 	ctx, cancel := context.WithCancel(ctx)
@@ -60,10 +60,10 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	// outside the scheduler: park before it goes on.
 	if err != nil {
 		cancel()
-		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " failed"})
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " failed", Touch: c.tNode(h.node)})
 		return nil, err
 	}
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " open"})
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " open", Touch: c.tNode(h.node)})
 	s.ClientStream = cs
 	c.openStreams.add(streamKeyOf(link, attemptOf(ctx)), s)
 	return s, nil
@@ -100,10 +100,14 @@ func (s *simClientStream) SendMsg(m any) error {
 		return s.ClientStream.SendMsg(m)
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Units: len(it.Recipients)})
+	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Units: len(it.Recipients),
+		Touch: c.tCall(h.node, s.target), Faults: c.offer(ExDrop)})
 	c.rec.relayed(it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), s.target, len(it.Recipients))
 	if err := s.cutErr(); err != nil {
 		return err
+	}
+	if f == ExDrop {
+		return s.broken(string(model.FaultStreamBreak), item)
 	}
 	nd := c.netDraws(h.node + "|" + s.id + " " + item)
 	switch {
@@ -121,7 +125,7 @@ func (s *simClientStream) SendMsg(m any) error {
 	}
 	err := s.ClientStream.SendMsg(m)
 	if err != nil {
-		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " " + item + " failed"})
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " " + item + " failed", Touch: c.tNode(h.node)})
 		if cut := s.cutErr(); cut != nil {
 			return cut // the receiver's side broke it: not a race inside gRPC
 		}
@@ -140,7 +144,7 @@ func (s *simClientStream) RecvMsg(m any) error {
 	if c.Trace.Frozen() {
 		return err
 	}
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " ack"})
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " ack", Touch: c.tNode(h.node)})
 	if cut := s.cutErr(); cut != nil {
 		return cut
 	}
@@ -285,11 +289,11 @@ func (s *serverRelayStream) RecvMsg(m any) error {
 	h := s.h
 	it, _ := m.(*relaypb.RelayStreamItem)
 	if err != nil || it == nil {
-		h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " end"})
+		h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " end", Touch: h.c.tNode(h.node)})
 		return err
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Units: len(it.Recipients)})
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Units: len(it.Recipients), Touch: h.c.tNode(h.node)})
 	if from, _, ok := strings.Cut(it.Link, "@"); ok {
 		s.from = from
 	}

@@ -200,11 +200,14 @@ func (s *Scheduler) exploreStep(ready, lazy []*Op, now time.Duration) bool {
 	if fault == "delay" {
 		op.ReadyAt = now + op.FaultDelay
 		op.delayed = true
+		op.fault = "delay" // Gate returns it when the op runs at last
 		<-s.lock
 		s.trace.Event(now, op.Node, "explore: delay %s %s by %v", op.Kind, op.ID, op.FaultDelay)
 		return true
 	}
-	op.fault = fault
+	if fault != "" {
+		op.fault = fault
+	}
 	delete(s.parked, op.Key)
 	j := sort.Search(len(s.sorted), func(j int) bool { return s.sorted[j].Key >= op.Key })
 	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...)
@@ -561,7 +564,9 @@ func (e *Explorer) add(d int, c string) bool {
 		return true
 	}
 	if cls := l.classOf(c); cls != "" && l.faults[cls] >= e.Budget[cls] {
-		e.BudgetHit++
+		if e.Budget[cls] > 0 {
+			e.BudgetHit++ // a class with no budget is off, not cut
+		}
 		return false
 	}
 	key, _ := splitChoice(c)
@@ -781,4 +786,14 @@ func (e *Explorer) switchPoint(evs []event, i int) int {
 // Stats is a one-line summary of the search so far.
 func (e *Explorer) Stats() string {
 	return fmt.Sprintf("schedules=%d blocked=%d maxdepth=%d boundhit=%d budgethit=%d", e.Schedules, e.Blocked, e.MaxDepth, e.BoundHit, e.BudgetHit)
+}
+
+// DumpRun renders the run's events (for debugging a footprint): index,
+// level, choice, parent, footprint.
+func (e *Explorer) DumpRun() string {
+	var b strings.Builder
+	for i, ev := range e.events {
+		fmt.Fprintf(&b, "%3d L%-3d p%-3d %-60q %s\n", i, ev.level, ev.parent, ev.choice, FormatTouch(ev.touch))
+	}
+	return b.String()
 }

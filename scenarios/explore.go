@@ -1,0 +1,380 @@
+package scenarios
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/system"
+)
+
+// This file is the model checker's unit, the small story: a scenario
+// file's setup commands, then an `explore` block of concurrent steps. Every
+// schedule of the block is a fresh cluster that replays the setup, arms the
+// explorer, issues every step at once and runs to the horizon (the
+// explorer choosing every order and fault there), then heals, reconnects
+// everyone, drains and checks. The search is dst.Explorer's.
+
+// ExploreOptions are a search's bounds and budgets. A story's `explore`
+// arguments override the defaults the caller passes (the command line's).
+type ExploreOptions struct {
+	// Bound is the preemption bound (< 0: none).
+	Bound int
+	// Budget caps each fault class per schedule: sim.ExCrash, ExDrop,
+	// ExLose, ExError, ExDelay.
+	Budget map[string]int
+	// Horizon is how long the explored window lasts (virtual time from the
+	// steps); Drain the liveness phase after it.
+	Horizon, Drain time.Duration
+	// Limit caps the schedules (0: none); Reduce selects DPOR (false: the
+	// naive search).
+	Limit  int
+	Reduce bool
+	// Replay, when set, runs just this schedule.
+	Replay []string
+	// Stop, when set, is asked after each schedule whether to stop early
+	// (a time budget: the search then reports itself not exhausted).
+	Stop func(r *ExploreReport) bool
+	// Shard i of n runs only the schedules of the first branching choices
+	// whose index mod n is i (see ExploreReport.Shard): n <= 1 runs all.
+	Shard, Shards int
+}
+
+// DefaultExploreOptions: unbounded, no faults, a 3 s horizon, a 2 s drain.
+func DefaultExploreOptions() ExploreOptions {
+	return ExploreOptions{Bound: -1, Budget: map[string]int{}, Horizon: 3 * time.Second, Drain: 2 * time.Second, Reduce: true}
+}
+
+// ExploreReport is what a search found (TLC-style: schedules, distinct
+// terminal states, depth, what the bounds cut, whether it finished).
+type ExploreReport struct {
+	Mode      system.Mode
+	Opts      ExploreOptions
+	Schedules int
+	// Blocked are schedules the sleep sets proved redundant partway.
+	Blocked  int
+	MaxDepth int
+	// Terminal holds the distinct terminal states: what each user saw per
+	// room, the room logs and the properties that failed.
+	Terminal map[string]bool
+	// BoundHit and BudgetHit count choices the bound or the fault budgets
+	// left out.
+	BoundHit, BudgetHit int
+	Exhausted           bool
+	// Violations are the schedules that broke a property (the first
+	// few), each with its schedule.
+	Violations []ExploreViolation
+	// Faults counts the schedules that chose at least one fault.
+	Faults int
+}
+
+// ExploreViolation is one failing schedule.
+type ExploreViolation struct {
+	Schedule   []string
+	Violations []model.Violation
+	Trace      []string
+}
+
+// DebugExplore, when set, is told each run's events (tests only).
+var DebugExplore func(n int, dump, out string)
+
+// maxViolations is how many failing schedules a report keeps.
+const maxViolations = 3
+
+// exploreStep is one concurrent step of a story.
+type exploreStep struct {
+	cmd  string
+	args *args
+}
+
+// exploreStepArgs are the steps and the arguments each takes.
+var exploreStepArgs = map[string][]string{
+	"send":       {"user", "room", "msg", "node"},
+	"join":       {"user", "room", "node"},
+	"leave":      {"user", "room", "node"},
+	"connect":    {"user", "node"},
+	"disconnect": {"user"},
+	"crash":      {"node"},
+}
+
+// parseExplore reads an explore command's options (over defaults) and its
+// steps, one per input line.
+func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOptions, []exploreStep, error) {
+	o := def
+	o.Budget = map[string]int{}
+	for k, v := range def.Budget {
+		o.Budget[k] = v
+	}
+	budgets := map[string]string{"crashes": sim.ExCrash, "drops": sim.ExDrop, "loses": sim.ExLose, "errors": sim.ExError, "delays": sim.ExDelay}
+	for _, arg := range d.CmdArgs {
+		if len(arg.Vals) != 1 {
+			return o, nil, fmt.Errorf("explore: %s= takes one value", arg.Key)
+		}
+		v := arg.Vals[0]
+		var err error
+		switch arg.Key {
+		case "bound":
+			if v == "none" {
+				o.Bound = -1
+			} else {
+				o.Bound, err = strconv.Atoi(v)
+			}
+		case "horizon":
+			o.Horizon, err = time.ParseDuration(v)
+		case "drain":
+			o.Drain, err = time.ParseDuration(v)
+		case "limit":
+			o.Limit, err = strconv.Atoi(v)
+		default:
+			cls, ok := budgets[arg.Key]
+			if !ok {
+				return o, nil, fmt.Errorf("explore: unknown argument %q (it takes bound, horizon, drain, limit, crashes, drops, loses, errors, delays)", arg.Key)
+			}
+			o.Budget[cls], err = strconv.Atoi(v)
+		}
+		if err != nil {
+			return o, nil, fmt.Errorf("explore: %s=%s: %v", arg.Key, v, err)
+		}
+	}
+	var steps []exploreStep
+	for i, line := range strings.Split(d.Input, "\n") {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(strings.TrimSpace(line), "#") {
+			continue
+		}
+		cmd, cargs, err := datadriven.ParseLine(line)
+		if err != nil {
+			return o, nil, fmt.Errorf("explore: step %d: %v", i+1, err)
+		}
+		known, ok := exploreStepArgs[cmd]
+		if !ok {
+			return o, nil, fmt.Errorf("explore: step %d: unknown step %q (steps: send, join, leave, connect, disconnect, crash)", i+1, cmd)
+		}
+		a, err := newArgs(e, &datadriven.TestData{Cmd: cmd, CmdArgs: cargs}, known...)
+		if err != nil {
+			return o, nil, fmt.Errorf("explore: step %d: %v", i+1, err)
+		}
+		steps = append(steps, exploreStep{cmd: cmd, args: a})
+	}
+	if len(steps) == 0 {
+		return o, nil, fmt.Errorf("explore: no steps (list them under the command, one per line)")
+	}
+	return o, steps, nil
+}
+
+// issue starts step s on env's cluster without waiting for it.
+func (s exploreStep) issue(env *Env) error {
+	a := s.args
+	a.e, a.err = env, nil
+	c := env.c
+	now := c.Now()
+	switch s.cmd {
+	case "send":
+		user, room, msg, node := a.str("user", true), a.str("room", true), a.str("msg", true), a.node("node", false)
+		c.Do(sim.Action{At: now, User: user, Kind: sim.ActSend, Room: room, MsgID: msg, Node: node})
+	case "join":
+		user, room, node := a.str("user", true), a.str("room", true), a.node("node", false)
+		c.Do(sim.Action{At: now, User: user, Kind: sim.ActJoin, Room: room, Node: node})
+	case "leave":
+		user, room, node := a.str("user", true), a.str("room", true), a.node("node", false)
+		c.Do(sim.Action{At: now, User: user, Kind: sim.ActLeave, Room: room, Node: node})
+	case "connect":
+		user, node := a.str("user", true), a.node("node", true)
+		c.Do(sim.Action{At: now, User: user, Kind: sim.ActConnect, Node: node})
+	case "disconnect":
+		c.Do(sim.Action{At: now, User: a.str("user", true), Kind: sim.ActDisconnect})
+	case "crash":
+		if n := a.node("node", true); a.err == nil {
+			c.CrashStep(n)
+		}
+	}
+	return a.err
+}
+
+// Explore runs the search of one story in mode: setup is the file's
+// commands before the block, d the `explore` command. Call it inside a
+// bubble; every schedule's cluster is closed before the next starts.
+func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.Mode, def ExploreOptions) (*ExploreReport, error) {
+	probe := NewEnv(mode)
+	o, steps, err := parseExplore(probe, d, def)
+	if err != nil {
+		return nil, err
+	}
+	ex := dst.NewExplorer(o.Reduce, o.Bound, o.Budget)
+	ex.Replay = o.Replay
+	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}}
+	for {
+		out, vs, trace, faulted, err := exploreOnce(setup, steps, mode, o, ex)
+		if err != nil {
+			return r, err
+		}
+		if ex.Divergence != nil {
+			return r, fmt.Errorf("schedule %d did not repeat itself (a determinism bug): %w", ex.Schedules, ex.Divergence)
+		}
+		r.Terminal[out] = true
+		if DebugExplore != nil {
+			DebugExplore(ex.Schedules, ex.DumpRun(), out)
+		}
+		if faulted {
+			r.Faults++
+		}
+		if len(vs) > 0 && len(r.Violations) < maxViolations {
+			r.Violations = append(r.Violations, ExploreViolation{Schedule: ex.Schedule(), Violations: vs, Trace: trace})
+		}
+		r.Schedules, r.Blocked, r.MaxDepth, r.BoundHit, r.BudgetHit = ex.Schedules, ex.Blocked, ex.MaxDepth, ex.BoundHit, ex.BudgetHit
+		if !ex.Next() {
+			r.Exhausted = o.Replay == nil
+			return r, nil
+		}
+		if (o.Limit > 0 && r.Schedules >= o.Limit) || (o.Stop != nil && o.Stop(r)) {
+			return r, nil
+		}
+	}
+}
+
+// exploreOnce runs one schedule and returns its terminal state and
+// violations.
+func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace []string, faulted bool, err error) {
+	env := NewEnv(mode)
+	env.explorer = ex
+	defer env.Close()
+	for _, d := range setup {
+		if _, err := env.Handle(d); err != nil {
+			return "", nil, nil, false, fmt.Errorf("setup under exploration: %s: %w", d.Pos, err)
+		}
+	}
+	c := env.c
+	if c == nil {
+		return "", nil, nil, false, errNoCluster
+	}
+	c.ArmExplore()
+	for _, s := range steps {
+		if err := s.issue(env); err != nil {
+			return "", nil, nil, false, err
+		}
+	}
+	c.Sched.RunFor(o.Horizon)
+	c.DisarmExplore()
+	if err := c.Drain(o.Drain, o.Drain); err != nil {
+		return "", nil, nil, false, fmt.Errorf("liveness: %w", err)
+	}
+	h, err := c.Snapshot()
+	if err != nil {
+		return "", nil, nil, false, fmt.Errorf("read the room logs: %w", err)
+	}
+	vs = model.Check(h)
+	faulted = len(h.Faults) > 0
+	if len(vs) > 0 {
+		lines := strings.Split(strings.TrimRight(c.Trace.Text(), "\n"), "\n")
+		trace = lines[max(0, len(lines)-80):]
+	}
+	return terminalState(h, vs), vs, trace, faulted, nil
+}
+
+// terminalState renders what a schedule ended with: each user's
+// deliveries per room (seq, message, live or from the log), the room logs
+// and the properties that failed.
+func terminalState(h *model.History, vs []model.Violation) string {
+	seen := map[string][]string{}
+	h.EachDelivery(func(ev model.Event) {
+		k := ev.User + " " + ev.Room
+		d := fmt.Sprintf("%d:%s", ev.Seq, ev.MsgID)
+		if ev.FromLog {
+			d += "(log)"
+		}
+		seen[k] = append(seen[k], d)
+	})
+	var b strings.Builder
+	for _, k := range sortedStrings(seen) {
+		fmt.Fprintf(&b, "%s=%s;", k, strings.Join(seen[k], ","))
+	}
+	b.WriteString("|")
+	rooms := make([]string, 0, len(h.Final.Logs))
+	for r := range h.Final.Logs {
+		rooms = append(rooms, r)
+	}
+	sort.Strings(rooms)
+	for _, r := range rooms {
+		fmt.Fprintf(&b, "%s:", r)
+		for _, le := range h.Final.Logs[r] {
+			fmt.Fprintf(&b, "%d=%s/%s,", le.Seq, le.Sender, le.MsgID)
+		}
+		b.WriteString(";")
+	}
+	b.WriteString("|")
+	props := map[string]bool{}
+	for _, v := range vs {
+		props[v.Property] = true
+	}
+	b.WriteString(strings.Join(sortedStrings(props), ","))
+	return b.String()
+}
+
+func sortedStrings[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+// String is the report as a story pins it: the search's size and verdict.
+func (r *ExploreReport) String() string {
+	var b strings.Builder
+	o := r.Opts
+	bound := "none"
+	if o.Bound >= 0 {
+		bound = strconv.Itoa(o.Bound)
+	}
+	fmt.Fprintf(&b, "bound=%s budgets: %s\n", bound, formatBudget(o.Budget))
+	fmt.Fprintf(&b, "schedules: %d (redundant %d), terminal states: %d, max depth: %d\n", r.Schedules, r.Blocked, len(r.Terminal), r.MaxDepth)
+	fmt.Fprintf(&b, "cut by the bound: %d, by the budgets: %d, with a fault: %d\n", r.BoundHit, r.BudgetHit, r.Faults)
+	fmt.Fprintf(&b, "exhausted: %s, violations: %d\n", map[bool]string{true: "yes", false: "no"}[r.Exhausted], len(r.Violations))
+	for _, v := range r.Violations {
+		fmt.Fprintf(&b, "  %s\n", model.Summarize(v.Violations))
+	}
+	return b.String()
+}
+
+func formatBudget(m map[string]int) string {
+	var parts []string
+	for _, k := range sortedStrings(m) {
+		if m[k] > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, m[k]))
+		}
+	}
+	if len(parts) == 0 {
+		return "no faults"
+	}
+	return strings.Join(parts, " ")
+}
+
+// handleExplore runs the search of the block's steps after the file's
+// commands so far, and prints its report. The file's own cluster is
+// closed first (each schedule starts its own): commands after an explore
+// block may only be other explore blocks.
+//
+// Example:
+//
+//	explore bound=2 crashes=1
+//	send user=u1 room=r1 msg=hi
+//	join user=u2 room=r1
+func (e *Env) handleExplore(d *datadriven.TestData) (string, error) {
+	if len(e.setup) == 0 {
+		return "", errNoCluster
+	}
+	e.Close()
+	r, err := Explore(e.setup, d, e.Mode, e.ExploreDefaults)
+	if err != nil {
+		return "", err
+	}
+	e.ExploreReports = append(e.ExploreReports, r)
+	return r.String(), nil
+}

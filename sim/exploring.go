@@ -1,0 +1,221 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/system"
+)
+
+// This file is what the harness tells the model checker (dst.Explorer):
+// what each gated operation touches, which faults it can carry out there,
+// and the crashes it may choose. None of it is computed outside
+// exploration, so ordinary runs keep their traces and speed.
+//
+// Objects:
+//   - node:<id>   the memory of a node's running incarnation: every op of a
+//     node writes it (what the relay does between two gates is opaque, so
+//     two ops of one node never commute).
+//   - alive:<id>  whether the node is up: a crash writes it; the node's own
+//     ops and every call or client request towards it read it.
+//   - client:<u>  a simulated client's state and what it has seen.
+//   - redis:<key> a Redis key, read or written by a command (a script's
+//     declared keys; a command we cannot classify touches everything).
+
+// Exploring reports whether the cluster runs under the model checker.
+func (c *Cluster) Exploring() bool { return c.cfg.Explorer != nil }
+
+// tNode is the footprint of an op of node, plus extra accesses.
+func (c *Cluster) tNode(node string, extra ...dst.Access) []dst.Access {
+	if !c.Exploring() {
+		return nil
+	}
+	return append([]dst.Access{dst.W("node:" + node), dst.R("alive:" + node)}, extra...)
+}
+
+// tCall is the footprint of node's call towards target.
+func (c *Cluster) tCall(node, target string) []dst.Access {
+	if !c.Exploring() {
+		return nil
+	}
+	return c.tNode(node, dst.R("alive:"+target))
+}
+
+// tClient is the footprint of a client's op: its own state, and the
+// liveness of every node (a request may go to any of them).
+func (c *Cluster) tClient(user string) []dst.Access {
+	if !c.Exploring() {
+		return nil
+	}
+	t := make([]dst.Access, 0, 1+len(c.nodes))
+	t = append(t, dst.W("client:"+user))
+	for _, sn := range c.nodes {
+		t = append(t, dst.R("alive:"+sn.id))
+	}
+	return t
+}
+
+// offer returns the faults an op offers the explorer (nil outside
+// exploration).
+func (c *Cluster) offer(faults ...string) []string {
+	if !c.Exploring() {
+		return nil
+	}
+	return faults
+}
+
+// Explore fault names: each is its own budget class.
+const (
+	ExDrop  = "drop"  // a relay request (or stream write) is lost
+	ExLose  = "lose"  // a relay response is lost: the callee acted, the caller gives up
+	ExError = "error" // a Redis command fails
+	ExDelay = "delay" // a relay request is held past the caller's timeout
+	ExCrash = "crash" // a node crashes (a lazy op per node)
+)
+
+// redisReadOnly are the commands the relay uses that only read.
+var redisReadOnly = map[string]bool{
+	"get": true, "mget": true, "hget": true, "hgetall": true, "hexists": true, "hmget": true,
+	"smembers": true, "sismember": true, "scard": true, "lrange": true, "lindex": true, "llen": true,
+	"exists": true, "ttl": true, "pttl": true, "type": true, "zrange": true, "zscore": true, "zcard": true,
+}
+
+// redisNoKey are commands that touch no key.
+var redisNoKey = map[string]bool{"ping": true, "multi": true, "exec": true, "discard": true, "hello": true, "client": true, "select": true}
+
+// redisTouch is what a command touches in Redis: its keys, read or
+// written; nil (everything) when it cannot be classified.
+func redisTouch(cmd redis.Cmder) []dst.Access {
+	args := cmd.Args()
+	name := strings.ToLower(cmd.Name())
+	str := func(i int) (string, bool) {
+		if i >= len(args) {
+			return "", false
+		}
+		s, ok := args[i].(string)
+		return s, ok
+	}
+	switch {
+	case redisNoKey[name]:
+		return []dst.Access{}
+	case name == "evalsha" || name == "eval" || name == "evalsha_ro" || name == "eval_ro":
+		var n int
+		switch v := args[min(2, len(args)-1)].(type) {
+		case int:
+			n = v
+		case int64:
+			n = int(v)
+		default:
+			return nil
+		}
+		out := make([]dst.Access, 0, n)
+		for i := 3; i < 3+n; i++ {
+			k, ok := str(i)
+			if !ok {
+				return nil
+			}
+			out = append(out, dst.W("redis:"+k))
+		}
+		return out
+	case name == "script":
+		return []dst.Access{dst.W("redis-scripts")}
+	case name == "mget" || name == "del" || name == "exists":
+		out := []dst.Access{}
+		for i := 1; i < len(args); i++ {
+			k, ok := str(i)
+			if !ok {
+				return nil
+			}
+			out = append(out, dst.Access{Obj: "redis:" + k, Write: !redisReadOnly[name]})
+		}
+		return out
+	default:
+		k, ok := str(1)
+		if !ok {
+			return nil
+		}
+		return []dst.Access{{Obj: "redis:" + k, Write: !redisReadOnly[name]}}
+	}
+}
+
+// tRedis is the footprint of node's Redis commands (one, or a pipeline).
+func (c *Cluster) tRedis(node string, cmds []redis.Cmder) []dst.Access {
+	if !c.Exploring() {
+		return nil
+	}
+	t := c.tNode(node)
+	for _, cmd := range cmds {
+		rt := redisTouch(cmd)
+		if rt == nil {
+			return nil
+		}
+		t = append(t, rt...)
+	}
+	return t
+}
+
+// ArmExplore starts the explorer's choices of this run (a story's
+// concurrent steps begin) and parks a lazy crash op per node that is up:
+// the explorer may fire one, within its crash budget.
+func (c *Cluster) ArmExplore() {
+	e := c.cfg.Explorer
+	if e == nil {
+		return
+	}
+	e.Arm(c.Sched)
+	for i, sn := range c.nodes {
+		if !sn.up {
+			continue
+		}
+		go func() {
+			if c.Sched.Gate(dst.GateSpec{Node: sn.id, Kind: "crash", ID: sn.id, Lazy: true, Class: ExCrash,
+				Touch: []dst.Access{dst.W("node:" + sn.id), dst.W("alive:" + sn.id)}}) == "fire" {
+				c.Inject(Fault{Kind: model.FaultCrash, Node: i})
+			}
+		}()
+	}
+}
+
+// DisarmExplore ends the choices at the story's horizon.
+func (c *Cluster) DisarmExplore() {
+	if e := c.cfg.Explorer; e != nil {
+		e.Disarm(c.Sched)
+	}
+}
+
+// CrashStep crashes node i as one of a story's concurrent steps: a chaos
+// op the explorer orders with the others (it touches the node and its
+// liveness).
+func (c *Cluster) CrashStep(i int) {
+	id := c.nodes[i].id
+	go func() {
+		c.Sched.Gate(dst.GateSpec{Node: "chaos", Kind: KindChaos, ID: "crash " + id,
+			Touch: []dst.Access{dst.W("node:" + id), dst.W("alive:" + id)}})
+		if c.Trace.Frozen() {
+			return
+		}
+		c.Inject(Fault{Kind: model.FaultCrash, Node: i})
+	}()
+}
+
+// exploreDelay is how long a "delay" choice holds a relay request: past
+// the caller's relay timeout, so the caller gives up while the callee
+// still acts (the ambiguous outcome).
+func (c *Cluster) exploreDelay() time.Duration {
+	if !c.Exploring() {
+		return 0
+	}
+	return c.relayTimeout + time.Millisecond
+}
+
+// exploreFault records a fault the explorer chose at an op, as the
+// injector records a drawn one.
+func (c *Cluster) exploreFault(kind model.FaultKind, node, what string, m system.Message, redis bool, targets ...string) {
+	c.inject(injection{node: node, what: fmt.Sprintf("%s %s (explored)", kind, what),
+		record: c.opFault(kind, m, redis, append([]string{node}, targets...)...)})
+}
