@@ -333,6 +333,13 @@ type History struct {
 	// incarnation, or cut and idle since), and the writer learns of it
 	// only when it next writes or closes the stream (the stream linger).
 	StaleLinkDelay time.Duration
+	// FaultFree says the harness injected no fault in the run and recorded
+	// none but the relay's own stream refusals (a churn-only, calm or
+	// -faults=false run): timely-live-delivery has no fault to excuse a
+	// late delivery with, so it judges every acked send, one the client
+	// retried too, with no fault excuse (churn excuses what it must: a
+	// member whose window or stream did not hold the whole send).
+	FaultFree bool
 	// Recipients is, per message and receiving node ("room#seq>node"),
 	// the most recipients one relay call or stream item carrying it to
 	// that node named, as the harness saw them on the wire (nil: not

@@ -27,6 +27,16 @@ import (
 // sent once the cluster has healed and settled) is judged strictly: no
 // fault excuses it, whatever its recovery time, since every fault ended
 // and every recovery the configuration allows is over by then.
+//
+// In a fault-free run (History.FaultFree: a churn-only or calm run) every
+// send is judged with no fault excuse: membership and connection churn
+// excuse only a member whose window did not certainly hold the seq or
+// whose stream was not open over the whole window (or one that just left
+// the sender's node); a retried send is judged too, from its first
+// invocation (no fault made the client retry); and a member on a node
+// whose smaller limits may refuse the message still owes it through the
+// catch-up only (a limit is configuration, not a fault). No stale-link
+// allowance applies: no fault phase left a link stale.
 func CheckTimely(h *History) []Violation {
 	if h.LiveBound <= 0 {
 		return nil
@@ -58,7 +68,7 @@ func (j *judge) judgedLive(send Event) bool {
 	if send.Kind != KindSend || !send.OK || send.Duplicate || send.Seq == 0 {
 		return false
 	}
-	if j.strict(send) {
+	if j.strict(send) || j.h.FaultFree {
 		return true
 	}
 	if send.Tries > 1 {
@@ -125,6 +135,9 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	// hands the items over then, after one back-off. Once per link: the
 	// strict traffic's later items find the link fresh.
 	strict := j.strict(send)
+	// noExcuse: no injected fault may excuse the send (after the heal, or
+	// in a run with no fault at all); the relay's own refusals still delay.
+	noExcuse := strict || j.h.FaultFree
 	if strict && j.h.ModeAt(send.Node, send.Invoked) == "stream" {
 		deadline.t += j.h.StaleLinkDelay
 	}
@@ -138,7 +151,7 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 			// receiver's refusal of another item on the link (a smaller
 			// limit) is no fault of the harness's and delays the link
 			// all the same.
-			if !f.Kind.BreaksStream() || strict && f.Kind != FaultStreamRefused {
+			if !f.Kind.BreaksStream() || noExcuse && f.Kind != FaultStreamRefused {
 				continue
 			}
 			fr := recoveryOf(j.h, f.Kind)
@@ -189,10 +202,10 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 				f.touchesNode(send.Node) || f.touchesNode(s.node)
 		}
 	}
-	if _, hit := timedFault(j.h, send.Invoked-bound, base, excuses(false)); hit && !strict {
+	if _, hit := timedFault(j.h, send.Invoked-bound, base, excuses(false)); hit && !noExcuse {
 		return Violation{}, false
 	}
-	if _, hit := timedFault(j.h, base, deadline.t, excuses(true)); hit && !strict {
+	if _, hit := timedFault(j.h, base, deadline.t, excuses(true)); hit && !noExcuse {
 		return Violation{}, false
 	}
 	d, got := first.get(user, send.Room, send.Seq)
@@ -206,6 +219,9 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 		v.TraceLines = lines(send.TraceLine, d.TraceLine)
 	}
 	v.Detail = fmt.Sprintf("connected on %s with no fault on the path from %s, but %s; bound %v", s.node, send.Node, late, bound)
+	if j.h.FaultFree && !strict {
+		v.Detail = fmt.Sprintf("connected on %s through the whole window, in a run with no fault (nothing excuses it), but %s; bound %v", s.node, late, bound)
+	}
 	if strict {
 		v.Detail = fmt.Sprintf("connected on %s, sent after the heal and settle time (t=%v: no fault excuses it), but %s; bound %v", s.node, j.h.StrictFrom, late, bound)
 	}

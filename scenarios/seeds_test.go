@@ -23,8 +23,8 @@ var (
 
 // TestRelaySeeds runs the runner's default simulation (workload, faults,
 // liveness phase, every property) on a sample of seeds in every mode, and
-// each seed's calm variant in every mode for mode equivalence: the same
-// runs as `relaysim sweep`. With -seed it replays that one seed, and
+// each seed's calm variant in every mode for mode equivalence, and each
+// seed's churn-only variant in one mode: the runs of `relaysim sweep`. With -seed it replays that one seed, and
 // -simtrace writes its trace. A failure prints the banner with the replay
 // command.
 func TestRelaySeeds(t *testing.T) {
@@ -53,6 +53,30 @@ func TestRelaySeeds(t *testing.T) {
 			})
 		}
 	})
+	t.Run("churn-only", func(t *testing.T) {
+		for _, seed := range seeds {
+			t.Run(seed.String(), func(t *testing.T) {
+				t.Parallel()
+				runChurnOnly(t, seed)
+			})
+		}
+	})
+}
+
+// runChurnOnly runs the seed's churn-only variant (its own membership and
+// connection churn, no fault; timely delivery judged with no fault excuse)
+// in one mode, the seed's turn of the three (seed mod 3), so that every
+// mode is covered and go test ./... grows by one cheap run per seed, not
+// three; `relaysim sweep` runs it in every swept mode.
+func runChurnOnly(t *testing.T, seed sim.Seed) {
+	mode := system.Modes[uint64(seed)%uint64(len(system.Modes))]
+	cfg := sim.DefaultConfig().ChurnVariant(mode)
+	cfg.Seed = seed
+	res := sim.Run(t, cfg)
+	if res.Failed() {
+		replay := fmt.Sprintf("go run%s ./cmd/relaysim replay -seed %s -mode %s -churn-only -trace trace.txt", overlayArg(), seed, mode)
+		t.Fatalf("churn-only variant %s: %s\n%s", mode, model.Summarize(res.Violations), sim.Banner(sim.WholeTrace(t, res), replay, commit()))
+	}
 }
 
 // runEquivalence is `relaysim equiv` for one seed: the calm variant in every

@@ -69,6 +69,13 @@ type Config struct {
 	// "overlap" sub-seed (MarkOverlaps). It is not a fault of its own, so
 	// the calm variant keeps it (its upgrades overlap alike).
 	Overlap float64
+	// ChurnOnly runs the seed's churn-only variant: the seed's own
+	// workload (membership and connections change under traffic: joins,
+	// leaves, moves, disconnects and reconnects) with no fault at all (no
+	// fault plan, no per-operation draws, no upgrade), so that
+	// timely-live-delivery judges every send with no fault excuse
+	// (model.History.FaultFree). The header says it ("churn-only").
+	ChurnOnly bool
 	// Actions, when set, replaces the generated workload.
 	Actions []Action
 	// FixedCost, when set, replaces the seed-drawn cost model.
@@ -115,6 +122,16 @@ func (c Config) CalmVariant(mode system.Mode) Config {
 	return c
 }
 
+// ChurnVariant is cfg's churn-only variant in mode: the same seed, sizes
+// and workload (membership and connections still change under traffic),
+// with no fault at all and no upgrade, judged with no fault excuse. Its
+// workload draws are the seed's: the variant moves no draw of the
+// workload, only the faults are gone.
+func (c Config) ChurnVariant(mode system.Mode) Config {
+	c.Mode, c.ChurnOnly, c.Calm, c.Bounds, c.Upgrade = mode, true, false, NoFaults(), nil
+	return c
+}
+
 // Validate reports a configuration that cannot run.
 func (c Config) Validate() error {
 	switch {
@@ -136,6 +153,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("durations must not be negative")
 	case c.Rate < 0 || c.Churn < 0:
 		return fmt.Errorf("rates must not be negative")
+	case c.ChurnOnly && c.Calm:
+		return fmt.Errorf("churn-only and calm exclude each other (calm keeps membership still)")
+	case c.ChurnOnly && c.Bounds != NoFaults():
+		return fmt.Errorf("a churn-only run injects no fault (its fault bounds must be zero)")
+	case c.ChurnOnly && c.Upgrade != nil:
+		return fmt.Errorf("a churn-only run restarts no node: it takes no upgrade")
 	case c.Tick <= 0:
 		return fmt.Errorf("tick must be positive")
 	case c.ChannelsPerPeer < 0 || c.ChannelsPerPeer > 16:

@@ -16,8 +16,8 @@ func header(t *Trace, cfg Config, res *Result, s Strategy, actions int) {
 	if res.StreamBacklog > 0 && cfg.Mode == "stream" {
 		t.Header("stream backlog=%d", res.StreamBacklog)
 	}
-	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d%s", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions,
-		map[bool]string{true: " calm"}[cfg.Calm])
+	t.Header("workload duration=%v drain=%v rate=%.1f/s churn=%.1f/s tick=%v actions=%d%s%s", cfg.Duration, cfg.Drain, cfg.Rate, cfg.Churn, cfg.Tick, actions,
+		map[bool]string{true: " calm"}[cfg.Calm], map[bool]string{true: " churn-only"}[cfg.ChurnOnly])
 	if res.Limits != nil {
 		t.Header("mixed %s", formatLimits(res.Limits))
 	}

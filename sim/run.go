@@ -166,6 +166,10 @@ func (res *Result) finish(c *Cluster, id string) {
 	if big {
 		runtime.GC()
 	}
+	// No fault injected nor recorded (a churn-only, calm or fault-free
+	// run; the relay's own stream refusals under mixed limits are no
+	// fault): timely-live-delivery judges every send with no excuse.
+	hist.FaultFree = c.Stats.FaultsInjected == 0 && onlyRefusals(hist.Faults)
 	res.Violations = model.Check(hist)
 	res.Coverage.TrafficAfterRecovery = model.StrictSends(hist)
 	res.Live, res.FromLog = model.DeliveryCounts(hist)
@@ -199,6 +203,18 @@ func (c *Cluster) Close() {
 	}
 	c.joinKills()
 	c.Redis.Close()
+}
+
+// onlyRefusals reports whether every recorded fault is a receiver's
+// refusal of a relay stream (model.FaultStreamRefused): the relay's own
+// doing under mixed limits, which the harness did not inject.
+func onlyRefusals(fs []model.Fault) bool {
+	for _, f := range fs {
+		if f.Kind != model.FaultStreamRefused {
+			return false
+		}
+	}
+	return true
 }
 
 func newStrategy(cfg Config) Strategy {

@@ -89,7 +89,7 @@ func junitSuiteOf(all []*sweepJob, extra []string, seeds string, o sweepOpts) ju
 
 func junitCaseOf(j *sweepJob, extra []string) junitCase {
 	c := junitCase{
-		Name:      fmt.Sprintf("seed=%s mode=%s", j.seed, j.mode),
+		Name:      fmt.Sprintf("seed=%s mode=%s", j.seed, j.label()),
 		Classname: junitClass,
 		Time:      seconds(j.wall),
 		SystemOut: &junitText{"trace-hash: " + j.hash + "\nreplay: " + j.replay(extra) + "\n"},

@@ -72,6 +72,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.BoolVar(&f.faults, "faults", true, "inject faults (swarm: each seed draws its own mix)")
 	fs.StringVar(&f.names, "names", "drawn", "room and user names: drawn (each seed draws ascii or wide from its own sub-seed), ascii or wide (other scripts, some at the longest allowed length)")
 	fs.BoolVar(&c.Calm, "calm", false, "the mode-equivalence variant: membership still once traffic starts, no faults")
+	fs.BoolVar(&c.ChurnOnly, "churn-only", false, "the churn-only variant: the seed's own workload (joins, leaves, moves, disconnects under traffic) with no fault and no upgrade; timely delivery judged with no fault excuse")
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
 	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
 	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
@@ -120,7 +121,10 @@ func (f *runFlags) parse(args []string) error {
 		return fmt.Errorf("-names: %w", err)
 	}
 	f.cfg.Scheduler = f.scheduler
-	if !f.faults || f.cfg.Calm {
+	if f.cfg.ChurnOnly && f.upgrade != "" {
+		return fmt.Errorf("-churn-only and -upgrade exclude each other (a churn-only run restarts no node)")
+	}
+	if !f.faults || f.cfg.Calm || f.cfg.ChurnOnly {
 		f.cfg.Bounds = sim.NoFaults()
 	}
 	f.cfg.KeepTrace = f.trace != "" || f.timeline != ""

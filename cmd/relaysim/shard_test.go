@@ -110,8 +110,9 @@ func TestSweepShardFromEnvironment(t *testing.T) {
 	require.NoError(t, err)
 	var names []string
 	for _, j := range sp.jobs {
-		names = append(names, j.seed.String()+" "+j.mode)
+		names = append(names, j.seed.String()+" "+j.label())
 	}
-	assert.Equal(t, []string{"0x3 single", "0x3 bulk", "0x3 equiv", "0x7 single", "0x7 bulk", "0x7 equiv"}, names)
+	assert.Equal(t, []string{"0x3 single", "0x3 bulk", "0x3 equiv", "0x3 single churn-only", "0x3 bulk churn-only",
+		"0x7 single", "0x7 bulk", "0x7 equiv", "0x7 single churn-only", "0x7 bulk churn-only"}, names)
 	assert.Equal(t, shard{3, 4}, sp.o.shard)
 }

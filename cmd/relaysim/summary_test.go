@@ -63,10 +63,10 @@ func TestSweepCountsSeedsAndRunsApart(t *testing.T) {
 	var out, errb bytes.Buffer
 	assert.Equal(t, exitOK, run([]string{"sweep", "-seeds", "1-2", "-shard", "3/4"}, &out, &errb))
 	assert.Equal(t, "sweep: shard 3/4 of -seeds 1-2 holds no seed: nothing ran (shard i/n takes every n-th seed of the range from the i-th)\n"+
-		"sweep: 0 seeds x 2 runs (bulk, equiv) = 0 runs; failed: 0 seeds, 0 runs\n"+
+		"sweep: 0 seeds x 3 runs (bulk, equiv, churn-only bulk) = 0 runs; failed: 0 seeds, 0 runs\n"+
 		"seeds: 0 failed: 0\n", out.String())
 
-	sp, err := parseSweep([]string{"-seeds", "1-3", "-mode", "both"}, func(string) string { return "" }, &bytes.Buffer{})
+	sp, err := parseSweep([]string{"-seeds", "1-3", "-mode", "both", "-churn-variant=false"}, func(string) string { return "" }, &bytes.Buffer{})
 	require.NoError(t, err)
 	require.Len(t, sp.jobs, 9)
 	for _, j := range sp.jobs {

@@ -20,11 +20,13 @@ import (
 type sweepJob struct {
 	seed sim.Seed
 	mode string
-	hash string
-	ok   bool
-	code int // the run's exit code (exitHarness for a hang or a crash)
-	out  string
-	wall time.Duration
+	// churn runs the seed's churn-only variant in mode (run -churn-only).
+	churn bool
+	hash  string
+	ok    bool
+	code  int // the run's exit code (exitHarness for a hang or a crash)
+	out   string
+	wall  time.Duration
 }
 
 // sweepOpts are a sweep's own flags (the rest are run flags, passed on).
@@ -61,6 +63,7 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 	f.fs.DurationVar(&o.timeout, "job-timeout", 10*time.Minute, "wall time after which a run counts as hung and its process is killed")
 	f.fs.BoolVar(&o.isolate, "isolate", false, "run every job in a fresh process of its own (slower; the way sweeps ran before worker processes)")
 	equiv := f.fs.Bool("equiv", true, "also run each seed's calm variant in every mode and compare deliveries (mode equivalence)")
+	churn := f.fs.Bool("churn-variant", true, "also run each seed's churn-only variant (its own membership and connection churn, no fault; timely delivery judged with no fault excuse) in each swept mode (off by itself under -upgrade or -calm)")
 	f.fs.Lookup("mode").Usage = "relay mode: single, bulk, stream, both (single and bulk) or all"
 	f.fs.Lookup("seed").Usage = "not a sweep flag: a sweep runs -seeds (-seeds 0x2a runs one seed)"
 	if err := parseFlags(f.fs, args, usage); err != nil {
@@ -97,14 +100,27 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 	case o.timeout <= 0:
 		return nil, fmt.Errorf("-job-timeout must be positive, got %s", o.timeout)
 	}
+	// A churn-only run takes no upgrade and is not calm: a sweep of either
+	// runs no churn variant unless asked, and refuses when asked.
+	if f.cfg.Upgrade != nil || f.cfg.Calm {
+		if set(f.fs, "churn-variant") && *churn {
+			return nil, fmt.Errorf("-churn-variant and -upgrade or -calm exclude each other (a churn-only run restarts no node, and its membership changes); add -churn-variant=false")
+		}
+		*churn = false
+	}
 	sp := &sweepSpec{o: o, seeds: *seeds, extra: passThrough(f.fs), perSeed: len(modes)}
+	names := slices.Clone(modes)
 	if *equiv {
 		sp.perSeed++
+		names = append(names, equivMode)
 	}
-	sp.modes = strings.Join(modes, ", ")
-	if *equiv {
-		sp.modes += ", equiv"
+	if *churn {
+		sp.perSeed += len(modes)
+		for _, m := range modes {
+			names = append(names, churnLabel+" "+m)
+		}
 	}
+	sp.modes = strings.Join(names, ", ")
 	sp.nseeds = len(shardSeeds(lo, hi, o.shard))
 	for _, s := range shardSeeds(lo, hi, o.shard) {
 		for _, m := range modes {
@@ -112,6 +128,11 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 		}
 		if *equiv {
 			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode})
+		}
+		if *churn {
+			for _, m := range modes {
+				sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, churn: true})
+			}
 		}
 	}
 	return sp, nil
@@ -145,7 +166,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, j := range all {
 		if !j.ok {
-			fmt.Fprintf(stdout, "FAIL seed=%s mode=%s trace-hash=%s\n  replay: %s\n", j.seed, j.mode, j.hash, j.replay(extra))
+			fmt.Fprintf(stdout, "FAIL seed=%s mode=%s trace-hash=%s\n  replay: %s\n", j.seed, j.label(), j.hash, j.replay(extra))
 			if line := lastViolation(j.out); line != "" {
 				fmt.Fprintf(stdout, "  %s\n", line)
 			}
@@ -279,11 +300,26 @@ func runSweep(all []*sweepJob, o sweepOpts, extra []string, prog *progress) time
 // equivMode names a sweep job that runs the seed's mode-equivalence check.
 const equivMode = "equiv"
 
+// churnLabel names a sweep job's churn-only variant (its mode follows).
+const churnLabel = "churn-only"
+
 func (j *sweepJob) args() []string {
 	if j.mode == equivMode {
 		return []string{"equiv", "-seed", j.seed.String()}
 	}
+	if j.churn {
+		return []string{"run", "-seed", j.seed.String(), "-mode", j.mode, "-" + churnLabel}
+	}
 	return []string{"run", "-seed", j.seed.String(), "-mode", j.mode}
+}
+
+// label is the job's mode as reports name it: the mode, "equiv", or
+// "<mode> churn-only" for the churn-only variant.
+func (j *sweepJob) label() string {
+	if j.churn {
+		return j.mode + " " + churnLabel
+	}
+	return j.mode
 }
 
 // replay is the command that runs the job again on its own.
@@ -307,7 +343,7 @@ func lastViolation(out string) string {
 // passThrough returns the run flags the user set, for the child runs.
 func passThrough(fs *flag.FlagSet) []string {
 	skip := map[string]bool{"seeds": true, "j": true, "shard": true, "shards": true, "mode": true, "seed": true, "trace": true,
-		"equiv": true, "junit": true, "job-timeout": true, "isolate": true}
+		"equiv": true, "churn-variant": true, "junit": true, "job-timeout": true, "isolate": true}
 	var out []string
 	fs.Visit(func(fl *flag.Flag) {
 		if !skip[fl.Name] {
