@@ -41,7 +41,7 @@ var (
 )
 
 func (h *nodeHooks) Gate(ctx context.Context, p system.Point) {
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Touch: h.c.tNode(h.node)})
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Touch: h.c.tPoint(h.node, p)})
 	// Counted once released: between gates only the released goroutine
 	// touches shared state. A worker parked at its done gate still holds
 	// its task (it takes no other before passing it).

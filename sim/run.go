@@ -169,7 +169,7 @@ func (res *Result) finish(c *Cluster, id string) {
 	// No fault injected nor recorded (a churn-only, calm or fault-free
 	// run; the relay's own stream refusals under mixed limits are no
 	// fault): timely-live-delivery judges every send with no excuse.
-	hist.FaultFree = c.Stats.FaultsInjected == 0 && onlyRefusals(hist.Faults)
+	hist.FaultFree = c.Stats.FaultsInjected == 0 && OnlyRefusals(hist.Faults)
 	res.Violations = model.Check(hist)
 	res.Coverage.TrafficAfterRecovery = model.StrictSends(hist)
 	res.Live, res.FromLog = model.DeliveryCounts(hist)
@@ -205,10 +205,10 @@ func (c *Cluster) Close() {
 	c.Redis.Close()
 }
 
-// onlyRefusals reports whether every recorded fault is a receiver's
+// OnlyRefusals reports whether every recorded fault is a receiver's
 // refusal of a relay stream (model.FaultStreamRefused): the relay's own
 // doing under mixed limits, which the harness did not inject.
-func onlyRefusals(fs []model.Fault) bool {
+func OnlyRefusals(fs []model.Fault) bool {
 	for _, f := range fs {
 		if f.Kind != model.FaultStreamRefused {
 			return false

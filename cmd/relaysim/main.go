@@ -8,6 +8,7 @@
 //	relaysim junit-merge -o all.xml junit-*.xml   (gathers a sharded sweep's JUnit files)
 //	relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]
 //	relaysim mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]
+//	relaysim explore -scenario FILE | -story NAME [-mode M] [-bound N] [-crashes N -drops N ...]
 package main
 
 import (
@@ -53,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdReal(args[1:], stdout, stderr)
 	case "check":
 		return cmdCheck(args[1:], stdout, stderr)
+	case "explore":
+		return cmdExplore(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
@@ -74,6 +77,7 @@ commands:
   mutants run the bug catalog: each mutant must be caught by its property
   real    run relayd processes and redis-server for real under a nemesis and judge the history (docs/real-cluster.md)
   check   judge a saved history offline: check -history FILE
+  explore model-check a small story: every schedule of its explore block, faults as choices
 
 Run 'relaysim <command> -h' for the flags of a command.
 Exit codes: 0 every property held, 1 a property was violated, 2 bad usage,

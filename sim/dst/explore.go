@@ -44,6 +44,13 @@ type Explorer struct {
 	// Replay, when set, is a schedule to follow exactly once (Next then
 	// returns false).
 	Replay []string
+	// LowestKey makes the default pick the lowest key, not the causal
+	// chain's continuation: two runs whose prefixes differ only in the
+	// order of commuting ops then continue alike (the commutation check).
+	LowestKey bool
+	// RandomPick, when set, makes the default pick ready[RandomPick(n)]:
+	// the commutation check's base runs, drawn to park many ops at once.
+	RandomPick func(n int) int
 
 	armed   bool
 	tree    []*level
@@ -429,6 +436,12 @@ func (e *Explorer) prevOf(key string) int {
 // (blocked): it goes on, but adds nothing to the search.
 func (e *Explorer) defaultPick(l *level, ready []*Op) string {
 	awake := func(k string) bool { _, asleep := l.sleep[k]; return !asleep }
+	if e.RandomPick != nil {
+		return ready[e.RandomPick(len(ready))].Key
+	}
+	if e.LowestKey {
+		return ready[0].Key
+	}
 	for _, op := range ready {
 		if l.chain[op.Key] && awake(op.Key) {
 			return op.Key
@@ -796,4 +809,28 @@ func (e *Explorer) DumpRun() string {
 		fmt.Fprintf(&b, "%3d L%-3d p%-3d %-60q %s\n", i, ev.level, ev.parent, ev.choice, FormatTouch(ev.touch))
 	}
 	return b.String()
+}
+
+// LevelView is one level of the last run, for the commutation check: the
+// choice made and the ops parked then, with their footprints.
+type LevelView struct {
+	Chosen  string
+	Keys    []string
+	Touches [][]Access
+	Lazy    []bool
+}
+
+// Levels returns the levels of the run that just ended.
+func (e *Explorer) Levels() []LevelView {
+	out := make([]LevelView, 0, len(e.tree))
+	for _, l := range e.tree[:min(e.depth, len(e.tree))] {
+		v := LevelView{Chosen: l.chosen}
+		for _, c := range l.enabled {
+			v.Keys = append(v.Keys, c.key)
+			v.Touches = append(v.Touches, c.touch)
+			v.Lazy = append(v.Lazy, c.lazy)
+		}
+		out = append(out, v)
+	}
+	return out
 }

@@ -1,0 +1,232 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/scenarios"
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/system"
+)
+
+// cmdExplore is the model checker on the command line: every schedule of
+// a small story's explore block, in each mode asked, within the bound and
+// the fault budgets (docs/model-checking.md).
+func cmdExplore(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("explore")
+	scenario := fs.String("scenario", "", "the story file: its setup commands, then its explore block")
+	story := fs.String("story", "", "a built-in story instead of a file ("+strings.Join(scenarios.StoryNames(), ", ")+")")
+	modes := fs.String("mode", "all", "relay mode: single, bulk, stream or all")
+	bound := fs.String("bound", "none", "the preemption bound: a number, or none (a story's own bound= wins)")
+	crashes := fs.Int("crashes", 0, "crashes a schedule may choose (a story's own crashes= wins)")
+	drops := fs.Int("drops", 0, "relay requests or stream writes a schedule may drop")
+	loses := fs.Int("loses", 0, "relay responses a schedule may lose (the callee acted, the caller gives up)")
+	rerrors := fs.Int("errors", 0, "Redis commands a schedule may fail")
+	delays := fs.Int("delays", 0, "relay requests a schedule may hold past the caller's timeout")
+	horizon := fs.Duration("horizon", 3*time.Second, "the explored window: virtual time from the steps")
+	drain := fs.Duration("drain", 2*time.Second, "the liveness phase after the horizon")
+	limit := fs.Int("limit", 0, "stop after this many schedules per search (0: no limit; the search then says exhausted=no)")
+	budget := fs.Duration("time", 0, "stop each search after this much wall time (0: none; exhausted=no when hit)")
+	reduce := fs.Bool("reduce", true, "partial-order reduction (DPOR with sleep sets); false runs the naive search")
+	schedule := fs.String("schedule", "", "replay this schedule file (one op key per line) instead of searching")
+	out := fs.String("out", ".", "where a violation's schedule file is written")
+	junit := fs.String("junit", "", "write a JUnit XML file: one case per search")
+	shardFlag := fs.String("shard", "", "run only the searches i of n (i/n, from 1): modes and blocks are split between shards")
+	if err := parseFlags(fs, args, stdout); err != nil {
+		if errors.Is(err, errHelp) {
+			return exitOK
+		}
+		return usageError(stderr, "explore", err)
+	}
+	bad := func(format string, v ...any) int {
+		return usageError(stderr, "explore", fmt.Errorf(format, v...))
+	}
+	if fs.NArg() > 0 {
+		return bad("unexpected argument %q", fs.Arg(0))
+	}
+	name, text := *scenario, ""
+	switch {
+	case *scenario != "" && *story != "":
+		return bad("-scenario and -story: give one")
+	case *scenario != "":
+		b, err := os.ReadFile(*scenario)
+		if err != nil {
+			return bad("%v", err)
+		}
+		text = string(b)
+	default:
+		if *story == "" {
+			*story = "send-races-join"
+		}
+		t, err := scenarios.Story(*story)
+		if err != nil {
+			return bad("-story %s: %v", *story, err)
+		}
+		name, text = "story:"+*story, t
+	}
+	var ms []system.Mode
+	switch *modes {
+	case "all":
+		ms = system.Modes
+	default:
+		m, err := system.ParseMode(*modes)
+		if err != nil {
+			return bad("-mode %s: want single, bulk, stream or all", *modes)
+		}
+		ms = []system.Mode{m}
+	}
+	def := scenarios.DefaultExploreOptions()
+	if *bound != "none" {
+		b, err := strconv.Atoi(*bound)
+		if err != nil || b < 0 {
+			return bad("-bound %s: want a number of preemptions, or none", *bound)
+		}
+		def.Bound = b
+	}
+	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays}
+	def.Horizon, def.Drain, def.Limit, def.Reduce = *horizon, *drain, *limit, *reduce
+	if *schedule != "" {
+		if len(ms) != 1 {
+			return bad("-schedule replays one mode: give -mode")
+		}
+		b, err := os.ReadFile(*schedule)
+		if err != nil {
+			return bad("%v", err)
+		}
+		if def.Replay, err = dst.ParseSchedule(string(b)); err != nil {
+			return bad("%s: %v", *schedule, err)
+		}
+	}
+	sh := shard{I: 1, N: 1}
+	if *shardFlag != "" {
+		var err error
+		if sh, err = parseShard(*shardFlag); err != nil {
+			return bad("-shard %s: %v", *shardFlag, err)
+		}
+	}
+	tty := stderrIsTerminal(stderr)
+	var all []*scenarios.ExploreReport
+	var herr error
+	job := 0
+	err := dst.Bubble(nil, func(t *testing.T) {
+		for _, m := range ms {
+			job++
+			if (job-1)%sh.N != sh.I-1 {
+				continue
+			}
+			o := def
+			start := time.Now()
+			o.Stop = func(r *scenarios.ExploreReport) bool {
+				if tty {
+					fmt.Fprintf(stderr, "\r%s %s: %d schedules, %d terminal states, depth %d   ", name, m, r.Schedules, len(r.Terminal), r.MaxDepth)
+				}
+				return *budget > 0 && wallSince(start) >= *budget
+			}
+			rs, err := scenarios.ExploreText(t, name, text, m, o)
+			if tty {
+				fmt.Fprint(stderr, "\r\033[K")
+			}
+			if err != nil {
+				herr = fmt.Errorf("%s mode %s: %w", name, m, err)
+				return
+			}
+			all = append(all, rs...)
+		}
+	})
+	if herr == nil && err != nil {
+		herr = err
+	}
+	if herr != nil {
+		fmt.Fprintf(stderr, "relaysim explore: %v\n", herr)
+		return exitHarness
+	}
+	return exploreVerdict(all, name, *scenario, *story, fs, *out, *junit, stdout, stderr)
+}
+
+// wallSince is the wall time since start, read outside the bubble's clock
+// (the time budget is the user's, not the simulation's).
+var wallSince = func(start time.Time) time.Duration { return time.Since(start) }
+
+// exploreVerdict prints every search's report, writes the failing
+// schedules and the JUnit file, and ends with the summary line.
+func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string, fs *flag.FlagSet, outDir, junit string, stdout, stderr io.Writer) int {
+	var schedules, terminal, violations int
+	exhausted := len(all) > 0
+	var cases []junitCase
+	for i, r := range all {
+		fmt.Fprintf(stdout, "== %s mode=%s\n%s", name, r.Mode, r)
+		schedules += r.Schedules
+		terminal += len(r.Terminal)
+		violations += len(r.Violations)
+		exhausted = exhausted && r.Exhausted
+		jc := junitCase{Name: fmt.Sprintf("%s %s #%d", name, r.Mode, i+1), Classname: "relaysim.explore"}
+		for k, v := range r.Violations {
+			file := filepath.Join(outDir, fmt.Sprintf("explore-%s-%s-%d.schedule", sanitize(name), r.Mode, k+1))
+			if err := os.WriteFile(file, []byte(dst.FormatSchedule(v.Schedule)), 0o644); err != nil {
+				fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
+			}
+			src := "-scenario " + scenario
+			if scenario == "" {
+				src = "-story " + story
+			}
+			replay := fmt.Sprintf("relaysim explore %s -mode %s%s -schedule %s", src, r.Mode, budgetFlags(fs), file)
+			fmt.Fprintf(stdout, "\nFAILED: %s in mode %s, schedule %s (%d choices)\n", model.Summarize(v.Violations), r.Mode, file, len(v.Schedule))
+			for _, vi := range v.Violations[:min(5, len(v.Violations))] {
+				fmt.Fprintf(stdout, "  %s\n", vi)
+			}
+			fmt.Fprintf(stdout, "replay:  %s\n", replay)
+			fmt.Fprintf(stdout, "trace (last %d lines of the schedule's run):\n", len(v.Trace))
+			for _, ln := range v.Trace {
+				fmt.Fprintf(stdout, "  %s\n", ln)
+			}
+			if k == 0 {
+				jc.Failure = &junitFailure{Message: model.Summarize(v.Violations), Text: replay}
+			}
+		}
+		cases = append(cases, jc)
+	}
+	if junit != "" {
+		s := junitSuite{Name: "relaysim explore " + name, Cases: cases}
+		s.count()
+		if err := writeJUnit(junit, junitReport([]junitSuite{s})); err != nil {
+			fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
+		}
+	}
+	fmt.Fprintf(stdout, "explore: %d schedules, %d terminal states, exhausted=%s, violations=%d\n",
+		schedules, terminal, map[bool]string{true: "yes", false: "no"}[exhausted], violations)
+	if violations > 0 {
+		return exitFail
+	}
+	return exitOK
+}
+
+// budgetFlags repeats the flags that shape a search, for a replay line.
+func budgetFlags(fs *flag.FlagSet) string {
+	var b strings.Builder
+	for _, n := range []string{"bound", "crashes", "drops", "loses", "errors", "delays", "horizon", "drain"} {
+		if f := fs.Lookup(n); f != nil && f.Value.String() != f.DefValue {
+			fmt.Fprintf(&b, " -%s %s", n, f.Value.String())
+		}
+	}
+	return b.String()
+}
+
+func sanitize(s string) string {
+	s = strings.TrimSuffix(filepath.Base(s), ".txt")
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == ':' || r == ' ' {
+			return '-'
+		}
+		return r
+	}, s)
+}
