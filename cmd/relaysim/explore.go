@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,6 +116,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	tty := stderrIsTerminal(stderr)
+	// The bubble's clock is virtual: the wall clock for -time is read by
+	// a goroutine outside it.
+	wall := startWallClock()
+	defer wall.stop()
 	var all []*scenarios.ExploreReport
 	var herr error
 	job := 0
@@ -125,12 +130,12 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 				continue
 			}
 			o := def
-			start := time.Now()
+			start := wall.now()
 			o.Stop = func(r *scenarios.ExploreReport) bool {
 				if tty {
 					fmt.Fprintf(stderr, "\r%s %s: %d schedules, %d terminal states, depth %d   ", name, m, r.Schedules, len(r.Terminal), r.MaxDepth)
 				}
-				return *budget > 0 && wallSince(start) >= *budget
+				return *budget > 0 && wall.now()-start >= *budget
 			}
 			rs, err := scenarios.ExploreText(t, name, text, m, o)
 			if tty {
@@ -153,9 +158,33 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	return exploreVerdict(all, name, *scenario, *story, fs, *out, *junit, stdout, stderr)
 }
 
-// wallSince is the wall time since start, read outside the bubble's clock
-// (the time budget is the user's, not the simulation's).
-var wallSince = func(start time.Time) time.Duration { return time.Since(start) }
+// wallClock is real elapsed time for code inside a bubble, whose own
+// clock is virtual: a goroutine outside the bubble keeps it (to 10 ms).
+type wallClock struct {
+	elapsed atomic.Int64
+	done    chan struct{}
+}
+
+func startWallClock() *wallClock {
+	w := &wallClock{done: make(chan struct{})}
+	start := time.Now()
+	go func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.done:
+				return
+			case <-t.C:
+				w.elapsed.Store(int64(time.Since(start)))
+			}
+		}
+	}()
+	return w
+}
+
+func (w *wallClock) now() time.Duration { return time.Duration(w.elapsed.Load()) }
+func (w *wallClock) stop()              { close(w.done) }
 
 // exploreVerdict prints every search's report, writes the failing
 // schedules and the JUnit file, and ends with the summary line.
