@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz
+.PHONY: all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore
 
 all: lint test
 
@@ -46,6 +46,18 @@ MUTANTS_FLAGS ?=
 mutants:
 	$(GO) run ./cmd/relaysim mutants $(MUTANTS_FLAGS)
 	$(GO) test ./mutants -run TestReplayCommand -mutants.replay=gap-not-filled -count=1 -v -timeout 15m
+
+## explore: the model checker's long checks and measurements: every story's
+## search naive vs reduced at bounds 1-3 and with a crash budget (each capped
+## at EXPLORE_CAP of wall time), the long soundness comparison, and a
+## commutation check of 40 op pairs per story and mode with a fresh seed.
+## The table lands in out/explore-bench.md (BENCHMARKS.md quotes it).
+EXPLORE_CAP ?= 30s
+explore:
+	mkdir -p out
+	$(GO) test ./scenarios -count=1 -timeout 3h -run 'TestExploreBench' -v -explore.bench=$(CURDIR)/out/explore-bench.md -explore.cap=$(EXPLORE_CAP)
+	$(GO) test ./scenarios -count=1 -timeout 1h -run 'TestExploreReducedMatchesNaive|TestExploreCommutes' -explore.long -explore.commute-pairs=40 -explore.commute-seed=$$(date +%s)
+	$(GO) test ./sim/dst -count=1 -run TestExploreSoundOnRandomPrograms -rapid.checks=2000
 
 ## sweep: the issue's 400-run sweep
 sweep:

@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,6 +47,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", ".", "where a violation's schedule file is written")
 	junit := fs.String("junit", "", "write a JUnit XML file: one case per search")
 	shardFlag := fs.String("shard", "", "run only the searches i of n (i/n, from 1): modes and blocks are split between shards")
+	jobs := fs.Int("j", 1, "searches in parallel (worker processes, each a -shard); one search is never split")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
@@ -114,6 +119,12 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		if sh, err = parseShard(*shardFlag); err != nil {
 			return bad("-shard %s: %v", *shardFlag, err)
 		}
+	}
+	if *jobs > 1 {
+		if *shardFlag != "" {
+			return bad("-j and -shard: give one (-j runs its own shards)")
+		}
+		return exploreParallel(args, *jobs, stdout, stderr)
 	}
 	tty := stderrIsTerminal(stderr)
 	// The bubble's clock is virtual: the wall clock for -time is read by
@@ -258,4 +269,76 @@ func sanitize(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// exploreLast is the summary line a shard ends with.
+var exploreLast = regexp.MustCompile(`^explore: (\d+) schedules, (\d+) terminal states, exhausted=(yes|no), violations=(\d+)$`)
+
+// exploreParallel runs the command again as n worker processes, shard k
+// of n each, prints their outputs in shard order and sums their summary
+// lines: each search runs whole in one worker, so the reports are those
+// of -j 1.
+func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
+		return exitHarness
+	}
+	var rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-j" || a == "--j":
+			i++
+			continue
+		case strings.HasPrefix(a, "-j=") || strings.HasPrefix(a, "--j="):
+			continue
+		}
+		rest = append(rest, a)
+	}
+	outs := make([]bytes.Buffer, n)
+	codes := make([]int, n)
+	var wg sync.WaitGroup
+	for k := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cmd := exec.Command(self, append([]string{"explore", "-shard", fmt.Sprintf("%d/%d", k+1, n)}, rest...)...)
+			cmd.Stdout, cmd.Stderr = &outs[k], stderr
+			if err := cmd.Run(); err != nil {
+				var ee *exec.ExitError
+				if errors.As(err, &ee) {
+					codes[k] = ee.ExitCode()
+				} else {
+					codes[k] = exitHarness
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var s, tstates, v int
+	exhausted := true
+	for k := range n {
+		lines := strings.Split(strings.TrimRight(outs[k].String(), "\n"), "\n")
+		last := lines[len(lines)-1]
+		m := exploreLast.FindStringSubmatch(last)
+		if m == nil || codes[k] == exitHarness || codes[k] == exitUsage {
+			fmt.Fprint(stdout, outs[k].String())
+			fmt.Fprintf(stderr, "relaysim explore: worker %d/%d failed (exit %d)\n", k+1, n, codes[k])
+			return max(codes[k], exitHarness)
+		}
+		fmt.Fprintln(stdout, strings.Join(lines[:len(lines)-1], "\n"))
+		fmt.Fprintf(stdout, "(worker %d/%d: %s)\n", k+1, n, last)
+		a, _ := strconv.Atoi(m[1])
+		b, _ := strconv.Atoi(m[2])
+		c, _ := strconv.Atoi(m[4])
+		s, tstates, v = s+a, tstates+b, v+c
+		exhausted = exhausted && m[3] == "yes"
+	}
+	fmt.Fprintf(stdout, "explore: %d schedules, %d terminal states, exhausted=%s, violations=%d\n",
+		s, tstates, map[bool]string{true: "yes", false: "no"}[exhausted], v)
+	if v > 0 {
+		return exitFail
+	}
+	return exitOK
 }

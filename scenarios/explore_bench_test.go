@@ -1,0 +1,115 @@
+package scenarios
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/system"
+)
+
+var (
+	exploreBench = flag.String("explore.bench", "", "write the model checker's measurements (naive vs reduced per story, mode, bound, crash budget) as a markdown table to this file (make explore)")
+	benchCap     = flag.Duration("explore.cap", 30*time.Second, "wall-time cap of each search in -explore.bench")
+	benchBounds  = flag.String("explore.bounds", "1,2,3", "bounds -explore.bench measures")
+)
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// benchSearch runs one search in a bubble of its own with a wall-time
+// cap kept outside the bubble, and returns its report, wall and CPU time.
+func benchSearch(t *testing.T, story, text string, mode system.Mode, o ExploreOptions) (*ExploreReport, time.Duration, time.Duration) {
+	var elapsed atomic.Int64
+	done := make(chan struct{})
+	start := time.Now()
+	go func() {
+		tk := time.NewTicker(20 * time.Millisecond)
+		defer tk.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tk.C:
+				elapsed.Store(int64(time.Since(start)))
+			}
+		}
+	}()
+	defer close(done)
+	o.Stop = func(*ExploreReport) bool { return time.Duration(elapsed.Load()) >= *benchCap }
+	c0 := cpuTime()
+	var r *ExploreReport
+	synctest.Test(t, func(t *testing.T) {
+		rs, err := ExploreText(t, story, text, mode, o)
+		require.NoError(t, err)
+		r = rs[0]
+	})
+	return r, time.Since(start), cpuTime() - c0
+}
+
+// TestExploreBench measures the model checker (make explore): per story,
+// mode, bound and crash budget, the naive search against the reduced one.
+func TestExploreBench(t *testing.T) {
+	if *exploreBench == "" {
+		t.Skip("make explore runs it (-explore.bench FILE)")
+	}
+	var bounds []int
+	for _, b := range regexp.MustCompile(`\d+`).FindAllString(*benchBounds, -1) {
+		var n int
+		fmt.Sscan(b, &n)
+		bounds = append(bounds, n)
+	}
+	f, err := os.Create(*exploreBench)
+	require.NoError(t, err)
+	defer f.Close()
+	fmt.Fprintf(f, "| story | mode | bound | crashes | naive schedules | reduced schedules | reduction | terminal (naive/reduced) | exhausted (naive/reduced) | reduced wall | reduced schedules/s/core |\n")
+	fmt.Fprintf(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	strip := regexp.MustCompile(`(?m)^explore bound=\S+`)
+	for _, story := range StoryNames() {
+		text, err := Story(story)
+		require.NoError(t, err)
+		text = strip.ReplaceAllString(text, "explore")
+		for _, mode := range system.Modes {
+			for _, crashes := range []int{0, 1} {
+				for _, b := range bounds {
+					if crashes == 1 && b > bounds[0] {
+						continue // a crash budget at the smallest bound only
+					}
+					o := DefaultExploreOptions()
+					o.Bound = b
+					o.Budget = map[string]int{sim.ExCrash: crashes}
+					red, rw, rc := benchSearch(t, story, text, mode, o)
+					o.Reduce = false
+					nv, _, _ := benchSearch(t, story, text, mode, o)
+					yn := func(r *ExploreReport) string {
+						if r.Exhausted {
+							return "yes"
+						}
+						return "no (cap)"
+					}
+					ratio := float64(nv.Schedules) / float64(max(red.Schedules, 1))
+					prefix := ""
+					if !nv.Exhausted {
+						prefix = "≥ "
+					}
+					fmt.Fprintf(f, "| %s | %s | %d | %d | %s%d | %d | %s%.1fx | %d / %d | %s / %s | %.1fs | %.0f |\n",
+						story, mode, b, crashes, prefix, nv.Schedules, red.Schedules, prefix, ratio, len(nv.Terminal), len(red.Terminal),
+						yn(nv), yn(red), rw.Seconds(), float64(red.Schedules)/rc.Seconds())
+					t.Logf("%s %s bound=%d crashes=%d naive=%d reduced=%d", story, mode, b, crashes, nv.Schedules, red.Schedules)
+				}
+			}
+		}
+	}
+}
