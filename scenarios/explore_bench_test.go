@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,7 +21,7 @@ import (
 var (
 	exploreBench = flag.String("explore.bench", "", "write the model checker's measurements (naive vs reduced per story, mode, bound, crash budget) as a markdown table to this file (make explore)")
 	benchCap     = flag.Duration("explore.cap", 30*time.Second, "wall-time cap of each search in -explore.bench")
-	benchBounds  = flag.String("explore.bounds", "1,2,3", "bounds -explore.bench measures")
+	benchDeeper  = flag.Int("explore.deeper", 1, "-explore.bench also measures each story at its pinned bound plus 1..N")
 )
 
 func cpuTime() time.Duration {
@@ -59,34 +60,37 @@ func benchSearch(t *testing.T, story, text string, mode system.Mode, o ExploreOp
 	return r, time.Since(start), cpuTime() - c0
 }
 
-// TestExploreBench measures the model checker (make explore): per story,
-// mode, bound and crash budget, the naive search against the reduced one.
+// TestExploreBench measures the model checker (make explore): per story
+// and mode, at the story's pinned bound, deeper bounds and with a crash
+// budget, the naive search against the reduced one.
 func TestExploreBench(t *testing.T) {
 	if *exploreBench == "" {
 		t.Skip("make explore runs it (-explore.bench FILE)")
-	}
-	var bounds []int
-	for _, b := range regexp.MustCompile(`\d+`).FindAllString(*benchBounds, -1) {
-		var n int
-		fmt.Sscan(b, &n)
-		bounds = append(bounds, n)
 	}
 	f, err := os.Create(*exploreBench)
 	require.NoError(t, err)
 	defer f.Close()
 	fmt.Fprintf(f, "| story | mode | bound | crashes | naive schedules | reduced schedules | reduction | terminal (naive/reduced) | exhausted (naive/reduced) | reduced wall | reduced schedules/s/core |\n")
 	fmt.Fprintf(f, "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	strip := regexp.MustCompile(`(?m)^explore bound=\S+`)
+	strip := regexp.MustCompile(`(?m)^explore bound=(\S+)`)
 	for _, story := range StoryNames() {
 		text, err := Story(story)
 		require.NoError(t, err)
+		m := strip.FindStringSubmatch(text)
+		require.NotNil(t, m, "%s pins no bound", story)
+		pinned, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
 		text = strip.ReplaceAllString(text, "explore")
+		type config struct{ bound, crashes int }
+		configs := []config{{pinned, 0}}
+		for k := 1; k <= *benchDeeper; k++ {
+			configs = append(configs, config{pinned + k, 0})
+		}
+		configs = append(configs, config{pinned, 1})
 		for _, mode := range system.Modes {
-			for _, crashes := range []int{0, 1} {
-				for _, b := range bounds {
-					if crashes == 1 && b > bounds[0] {
-						continue // a crash budget at the smallest bound only
-					}
+			for _, cf := range configs {
+				{
+					b, crashes := cf.bound, cf.crashes
 					o := DefaultExploreOptions()
 					o.Bound = b
 					o.Budget = map[string]int{sim.ExCrash: crashes}
@@ -99,13 +103,16 @@ func TestExploreBench(t *testing.T) {
 						}
 						return "no (cap)"
 					}
-					ratio := float64(nv.Schedules) / float64(max(red.Schedules, 1))
 					prefix := ""
 					if !nv.Exhausted {
 						prefix = "≥ "
 					}
-					fmt.Fprintf(f, "| %s | %s | %d | %d | %s%d | %d | %s%.1fx | %d / %d | %s / %s | %.1fs | %.0f |\n",
-						story, mode, b, crashes, prefix, nv.Schedules, red.Schedules, prefix, ratio, len(nv.Terminal), len(red.Terminal),
+					ratio := fmt.Sprintf("%s%.1fx", prefix, float64(nv.Schedules)/float64(max(red.Schedules, 1)))
+					if !red.Exhausted {
+						ratio = "n/a (reduced capped)"
+					}
+					fmt.Fprintf(f, "| %s | %s | %d | %d | %s%d | %d | %s | %d / %d | %s / %s | %.1fs | %.0f |\n",
+						story, mode, b, crashes, prefix, nv.Schedules, red.Schedules, ratio, len(nv.Terminal), len(red.Terminal),
 						yn(nv), yn(red), rw.Seconds(), float64(red.Schedules)/rc.Seconds())
 					t.Logf("%s %s bound=%d crashes=%d naive=%d reduced=%d", story, mode, b, crashes, nv.Schedules, red.Schedules)
 				}
