@@ -84,6 +84,8 @@ type ExploreViolation struct {
 	Schedule   []string
 	Violations []model.Violation
 	Trace      []string
+	// History is the failing schedule's history (for a timeline).
+	History *model.History
 }
 
 // DebugExplore, when set, is told each run's events (tests only).
@@ -223,7 +225,7 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}}
 	for {
-		out, vs, trace, faulted, err := exploreOnce(setup, steps, mode, o, ex)
+		out, vs, trace, faulted, h, err := exploreOnce(setup, steps, mode, o, ex)
 		if err != nil {
 			return r, err
 		}
@@ -238,7 +240,7 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 			r.Faults++
 		}
 		if len(vs) > 0 && len(r.Violations) < maxViolations {
-			r.Violations = append(r.Violations, ExploreViolation{Schedule: ex.Schedule(), Violations: vs, Trace: trace})
+			r.Violations = append(r.Violations, ExploreViolation{Schedule: ex.Schedule(), Violations: vs, Trace: trace, History: h})
 		}
 		r.Schedules, r.Blocked, r.MaxDepth, r.BoundHit, r.BudgetHit = ex.Schedules, ex.Blocked, ex.MaxDepth, ex.BoundHit, ex.BudgetHit
 		if !ex.Next() {
@@ -253,33 +255,33 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 
 // exploreOnce runs one schedule and returns its terminal state and
 // violations.
-func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace []string, faulted bool, err error) {
+func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace []string, faulted bool, h *model.History, err error) {
 	env := NewEnv(mode)
 	env.explorer = ex
 	defer env.Close()
 	for _, d := range setup {
 		if _, err := env.Handle(d); err != nil {
-			return "", nil, nil, false, fmt.Errorf("setup under exploration: %s: %w", d.Pos, err)
+			return "", nil, nil, false, nil, fmt.Errorf("setup under exploration: %s: %w", d.Pos, err)
 		}
 	}
 	c := env.c
 	if c == nil {
-		return "", nil, nil, false, errNoCluster
+		return "", nil, nil, false, nil, errNoCluster
 	}
 	c.ArmExplore()
 	for _, s := range steps {
 		if err := s.issue(env); err != nil {
-			return "", nil, nil, false, err
+			return "", nil, nil, false, nil, err
 		}
 	}
 	c.Sched.RunFor(o.Horizon)
 	c.DisarmExplore()
 	if err := c.Drain(o.Drain, o.Drain); err != nil {
-		return "", nil, nil, false, fmt.Errorf("liveness: %w", err)
+		return "", nil, nil, false, nil, fmt.Errorf("liveness: %w", err)
 	}
-	h, err := c.Snapshot()
+	h, err = c.Snapshot()
 	if err != nil {
-		return "", nil, nil, false, fmt.Errorf("read the room logs: %w", err)
+		return "", nil, nil, false, nil, fmt.Errorf("read the room logs: %w", err)
 	}
 	// In a story no fault happens unless chosen: with none chosen, timely
 	// delivery is judged with no fault excuse, churn or not.
@@ -290,7 +292,7 @@ func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.
 		lines := strings.Split(strings.TrimRight(c.Trace.Text(), "\n"), "\n")
 		trace = lines[max(0, len(lines)-80):]
 	}
-	return terminalState(h, vs), vs, trace, faulted, nil
+	return terminalState(h, vs), vs, trace, faulted, h, nil
 }
 
 // terminalState renders what a schedule ended with: each user's

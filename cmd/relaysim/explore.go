@@ -22,6 +22,7 @@ import (
 	"github.com/relaysim/relaysim/sim"
 	"github.com/relaysim/relaysim/sim/dst"
 	"github.com/relaysim/relaysim/system"
+	"github.com/relaysim/relaysim/timeline"
 )
 
 // cmdExplore is the model checker on the command line: every schedule of
@@ -47,6 +48,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	out := fs.String("out", ".", "where a violation's schedule file is written")
 	junit := fs.String("junit", "", "write a JUnit XML file: one case per search")
 	shardFlag := fs.String("shard", "", "run only the searches i of n (i/n, from 1): modes and blocks are split between shards")
+	tl := fs.String("timeline", "", "write the first violation's timeline (one self-contained HTML page) to this file")
 	jobs := fs.Int("j", 1, "searches in parallel (worker processes, each a -shard); one search is never split")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
@@ -166,7 +168,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relaysim explore: %v\n", herr)
 		return exitHarness
 	}
-	return exploreVerdict(all, name, *scenario, *story, fs, *out, *junit, stdout, stderr)
+	return exploreVerdict(all, name, *scenario, *story, fs, *out, *junit, *tl, stdout, stderr)
 }
 
 // wallClock is real elapsed time for code inside a bubble, whose own
@@ -199,7 +201,7 @@ func (w *wallClock) stop()              { close(w.done) }
 
 // exploreVerdict prints every search's report, writes the failing
 // schedules and the JUnit file, and ends with the summary line.
-func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string, fs *flag.FlagSet, outDir, junit string, stdout, stderr io.Writer) int {
+func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string, fs *flag.FlagSet, outDir, junit, tl string, stdout, stderr io.Writer) int {
 	var schedules, terminal, violations int
 	exhausted := len(all) > 0
 	var cases []junitCase
@@ -231,6 +233,13 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 			}
 			if k == 0 {
 				jc.Failure = &junitFailure{Message: model.Summarize(v.Violations), Text: replay}
+			}
+			if tl != "" && violations == len(r.Violations) && k == 0 && v.History != nil {
+				if err := writeExploreTimeline(tl, fmt.Sprintf("relaysim explore %s mode=%s", name, r.Mode), replay, v); err != nil {
+					fmt.Fprintf(stderr, "relaysim explore: timeline: %v\n", err)
+				} else {
+					fmt.Fprintf(stdout, "timeline: %s\n", tl)
+				}
 			}
 		}
 		cases = append(cases, jc)
@@ -341,4 +350,13 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// writeExploreTimeline draws a failing schedule's run as one HTML page.
+func writeExploreTimeline(path, title, replay string, v scenarios.ExploreViolation) error {
+	var b bytes.Buffer
+	if err := timeline.Write(&b, timeline.Input{Title: title, Command: replay, History: v.History, Violations: v.Violations}); err != nil {
+		return err
+	}
+	return os.WriteFile(path, b.Bytes(), 0o644)
 }
