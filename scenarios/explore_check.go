@@ -11,8 +11,8 @@ import (
 	"github.com/relaysim/relaysim/system"
 )
 
-// commuteBaseRuns is how many random runs give the candidate pairs.
-const commuteBaseRuns = 8
+// CommuteBaseRuns is how many random runs give the candidate pairs.
+var CommuteBaseRuns = 3
 
 // CommuteCheck tests the footprints the reduction trusts: it runs the
 // story's default schedule, draws up to pairs levels with two parked ops
@@ -35,7 +35,7 @@ func CommuteCheck(setup []*datadriven.TestData, d *datadriven.TestData, mode sys
 		a, b   string
 	}
 	var cands []cand
-	for range commuteBaseRuns {
+	for range CommuteBaseRuns {
 		base := dst.NewExplorer(true, -1, o.Budget)
 		base.RandomPick = r.IntN
 		base.Replay = []string{}

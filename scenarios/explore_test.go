@@ -98,6 +98,8 @@ join user=u2 room=r1
 `)
 	sim.BlindRedisFootprints = true
 	defer func() { sim.BlindRedisFootprints = false }()
+	defer func(n int) { CommuteBaseRuns = n }(CommuteBaseRuns)
+	CommuteBaseRuns = 8
 	synctest.Test(t, func(t *testing.T) {
 		_, err := CommuteCheck(setup, block, system.ModeSingle, DefaultExploreOptions(), 1000, 1)
 		require.Error(t, err)

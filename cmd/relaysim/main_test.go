@@ -113,16 +113,17 @@ func TestRunPrintsStableTraceHash(t *testing.T) {
 		assert.Equal(t, a, b, "mode %s", mode)
 		assert.NotEqual(t, a, c, "mode %s: seeds 0x2a and 0x2b", mode)
 	}
-	// Two seeds: a run in each mode and the mode-equivalence pair each.
+	// Two seeds: a run in each mode, the mode-equivalence pair and the
+	// churn-only variant in each mode.
 	dir := t.TempDir()
 	last := lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "both", "-j", "2", "-junit", filepath.Join(dir, "w.xml"))
-	assert.Equal(t, "seeds: 6 failed: 0", last)
+	assert.Equal(t, "seeds: 10 failed: 0", last)
 	out, err := exec.Command(bin, "sweep", "-seeds", "1-2", "-mode", "bulk", "-equiv=false", "-j", "2", "-isolate", "-junit", filepath.Join(dir, "p.xml")).Output()
 	require.NoError(t, err)
 	lines := strings.SplitAfter(string(out), "\n")
 	require.Len(t, lines, 4, "%q", out) // the coverage line, the counts, the last line, ""
-	assert.True(t, strings.HasPrefix(lines[0], "coverage: of 2 runs, met: "), "%q", lines[0])
-	assert.Equal(t, "sweep: 2 seeds x 1 runs (bulk) = 2 runs; failed: 0 seeds, 0 runs\nseeds: 2 failed: 0\n", strings.Join(lines[1:], ""))
+	assert.True(t, strings.HasPrefix(lines[0], "coverage: of 4 runs, met: "), "%q", lines[0])
+	assert.Equal(t, "sweep: 2 seeds x 2 runs (bulk, churn-only bulk) = 4 runs; failed: 0 seeds, 0 runs\nseeds: 4 failed: 0\n", strings.Join(lines[1:], ""))
 
 	// A job run by a worker process, after other jobs in that process,
 	// prints what the command run alone prints: the same trace hashes.
