@@ -638,6 +638,33 @@ func (e *Explorer) analyse() {
 	if !e.Reduce {
 		return
 	}
+	// An op parked at a level that never runs afterwards was disabled (a
+	// crash held it, or the horizon came first): no race with it is ever
+	// seen, so the event that may have disabled it is reversed with it
+	// here, when they are dependent (persistence does not hold).
+	ran := map[string]int{} // op key -> its last level
+	for _, ev := range evs {
+		if ev.key != "" && ev.level >= 0 {
+			ran[ev.key] = ev.level
+		}
+	}
+	for _, ev := range evs {
+		if ev.level < 0 || ev.all {
+			continue
+		}
+		l := e.tree[ev.level]
+		for _, ci := range l.enabled {
+			if ci.lazy || ci.key == ev.key {
+				continue
+			}
+			if last, ok := ran[ci.key]; ok && last > ev.level {
+				continue
+			}
+			if Dependent(ci.touch, ev.touch) {
+				e.add(ev.level, ci.key)
+			}
+		}
+	}
 	// Happens-before: parent, the same op's earlier event, the last
 	// barrier, and every earlier dependent event. reach[j] holds the
 	// events before j in happens-before.

@@ -25,6 +25,10 @@ type toyStep struct {
 
 type toyProgram [][]toyStep
 
+// crashStep, when >= 0, adds a step that crashes that thread: an ordinary
+// op (not a lazy one), which disables the thread's parked op.
+var crashStep = -1
+
 func (p toyProgram) String() string {
 	var b strings.Builder
 	for i, th := range p {
@@ -50,8 +54,20 @@ func runToy(t *testing.T, p toyProgram, e *Explorer, faults bool) string {
 		crashed := make([]bool, len(p))
 		var wg sync.WaitGroup
 		e.Arm(s)
+		if k := crashStep; k >= 0 && k < len(p) {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s.Gate(GateSpec{Node: "chaos", Kind: "crash", ID: fmt.Sprintf("t%d", k), Touch: []Access{W(fmt.Sprintf("thr:t%d", k))}})
+				mu.Lock()
+				crashed[k] = true
+				mu.Unlock()
+				s.Hold(&crashed[k])
+			}()
+		}
 		for ti, th := range p {
 			name := fmt.Sprintf("t%d", ti)
+			owner := &crashed[ti]
 			if faults {
 				wg.Add(1)
 				go func() {
@@ -60,6 +76,9 @@ func runToy(t *testing.T, p toyProgram, e *Explorer, faults bool) string {
 						mu.Lock()
 						crashed[ti] = true
 						mu.Unlock()
+						// As a node's crash does: its parked op never runs
+						// (until teardown), so the crash disables it.
+						s.Hold(owner)
 					}
 				}()
 			}
@@ -67,7 +86,7 @@ func runToy(t *testing.T, p toyProgram, e *Explorer, faults bool) string {
 			go func() {
 				defer wg.Done()
 				for si, st := range th {
-					g := GateSpec{Node: name, Kind: "step", ID: fmt.Sprint(si), Touch: []Access{R("thr:" + name), {Obj: st.obj, Write: st.write}}}
+					g := GateSpec{Owner: owner, Node: name, Kind: "step", ID: fmt.Sprint(si), Touch: []Access{R("thr:" + name), {Obj: st.obj, Write: st.write}}}
 					if faults {
 						g.Faults = []string{"drop"}
 					}
@@ -168,6 +187,8 @@ func TestExploreSoundOnRandomPrograms(t *testing.T) {
 			}
 		}
 		bound := rapid.IntRange(-1, 2).Draw(rt, "bound")
+		crashStep = rapid.IntRange(-1, threads-1).Draw(rt, "crash step")
+		defer func() { crashStep = -1 }()
 		var budget map[string]int
 		if rapid.Bool().Draw(rt, "faults") {
 			budget = map[string]int{"crash": 1, "drop": rapid.IntRange(0, 1).Draw(rt, "drops")}
@@ -177,7 +198,7 @@ func TestExploreSoundOnRandomPrograms(t *testing.T) {
 			rt.Skip("the naive search is too big to compare")
 		}
 		reduced, nr := searchToy(t, p, true, bound, budget)
-		if !assert.Equal(t, keys(naive), keys(reduced), "program %s bound %d budget %v", p, bound, budget) {
+		if !assert.Equal(t, keys(naive), keys(reduced), "program %s bound %d budget %v crash step %d", p, bound, budget, crashStep) {
 			rt.Fatalf("outcomes differ")
 		}
 		assert.LessOrEqual(t, nr, nn)
