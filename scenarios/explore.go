@@ -41,6 +41,9 @@ type ExploreOptions struct {
 	// naive search).
 	Limit  int
 	Reduce bool
+	// Depth, when > 0, explores no alternative deeper than that many
+	// choices (the search then says exhausted=no if it cut one).
+	Depth int
 	// Replay, when set, runs just this schedule.
 	Replay []string
 	// Stop, when set, is asked after each schedule whether to stop early
@@ -70,8 +73,8 @@ type ExploreReport struct {
 	Terminal map[string]bool
 	// BoundHit and BudgetHit count choices the bound or the fault budgets
 	// left out.
-	BoundHit, BudgetHit int
-	Exhausted           bool
+	BoundHit, BudgetHit, DepthHit int
+	Exhausted                     bool
 	// Violations are the schedules that broke a property (the first
 	// few), each with its schedule.
 	Violations []ExploreViolation
@@ -220,6 +223,7 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	}
 	ex := dst.NewExplorer(o.Reduce, o.Bound, o.Budget)
 	ex.Replay = o.Replay
+	ex.DepthBudget = o.Depth
 	// Every schedule builds and drops a whole cluster: a laxer collector
 	// saves about a seventh of the CPU (measured on send-races-leave).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
@@ -242,9 +246,10 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 		if len(vs) > 0 && len(r.Violations) < maxViolations {
 			r.Violations = append(r.Violations, ExploreViolation{Schedule: ex.Schedule(), Violations: vs, Trace: trace, History: h})
 		}
-		r.Schedules, r.Blocked, r.MaxDepth, r.BoundHit, r.BudgetHit = ex.Schedules, ex.Blocked, ex.MaxDepth, ex.BoundHit, ex.BudgetHit
-		if !ex.Next() {
-			r.Exhausted = o.Replay == nil
+		more := ex.Next() // analyses the run: the counts below include it
+		r.Schedules, r.Blocked, r.MaxDepth, r.BoundHit, r.BudgetHit, r.DepthHit = ex.Schedules, ex.Blocked, ex.MaxDepth, ex.BoundHit, ex.BudgetHit, ex.DepthHit
+		if !more {
+			r.Exhausted = o.Replay == nil && r.DepthHit == 0
 			return r, nil
 		}
 		if (o.Limit > 0 && r.Schedules >= o.Limit) || (o.Stop != nil && o.Stop(r)) {
@@ -354,6 +359,9 @@ func (r *ExploreReport) String() string {
 	fmt.Fprintf(&b, "bound=%s budgets: %s\n", bound, formatBudget(o.Budget))
 	fmt.Fprintf(&b, "schedules: %d (redundant %d), terminal states: %d, max depth: %d\n", r.Schedules, r.Blocked, len(r.Terminal), r.MaxDepth)
 	fmt.Fprintf(&b, "cut by the bound: %d, by the budgets: %d, with a fault: %d\n", r.BoundHit, r.BudgetHit, r.Faults)
+	if r.DepthHit > 0 {
+		fmt.Fprintf(&b, "cut by the depth budget (%d choices): %d\n", o.Depth, r.DepthHit)
+	}
 	fmt.Fprintf(&b, "exhausted: %s, violations: %d\n", map[bool]string{true: "yes", false: "no"}[r.Exhausted], len(r.Violations))
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  %s\n", model.Summarize(v.Violations))

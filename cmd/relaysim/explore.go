@@ -42,6 +42,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	horizon := fs.Duration("horizon", 3*time.Second, "the explored window: virtual time from the steps")
 	drain := fs.Duration("drain", 2*time.Second, "the liveness phase after the horizon")
 	limit := fs.Int("limit", 0, "stop after this many schedules per search (0: no limit; the search then says exhausted=no)")
+	depth := fs.Int("depth", 0, "a depth budget: explore no alternative deeper than this many choices (0: none; exhausted=no when hit)")
 	budget := fs.Duration("time", 0, "stop each search after this much wall time (0: none; exhausted=no when hit)")
 	reduce := fs.Bool("reduce", true, "partial-order reduction (DPOR with sleep sets); false runs the naive search")
 	schedule := fs.String("schedule", "", "replay this schedule file (one op key per line) instead of searching")
@@ -102,7 +103,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		def.Bound = b
 	}
 	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays}
-	def.Horizon, def.Drain, def.Limit, def.Reduce = *horizon, *drain, *limit, *reduce
+	def.Horizon, def.Drain, def.Limit, def.Reduce, def.Depth = *horizon, *drain, *limit, *reduce, *depth
 	if *schedule != "" {
 		if len(ms) != 1 {
 			return bad("-schedule replays one mode: give -mode")
@@ -146,7 +147,8 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 			start := wall.now()
 			o.Stop = func(r *scenarios.ExploreReport) bool {
 				if tty {
-					fmt.Fprintf(stderr, "\r%s %s: %d schedules, %d terminal states, depth %d   ", name, m, r.Schedules, len(r.Terminal), r.MaxDepth)
+					rate := float64(r.Schedules) / max(wall.now()-start, time.Millisecond).Seconds()
+					fmt.Fprintf(stderr, "\r%s %s: %d schedules (%.0f/s), %d terminal states, depth %d   ", name, m, r.Schedules, rate, len(r.Terminal), r.MaxDepth)
 				}
 				return *budget > 0 && wall.now()-start >= *budget
 			}
@@ -262,7 +264,7 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 // budgetFlags repeats the flags that shape a search, for a replay line.
 func budgetFlags(fs *flag.FlagSet) string {
 	var b strings.Builder
-	for _, n := range []string{"bound", "crashes", "drops", "loses", "errors", "delays", "horizon", "drain"} {
+	for _, n := range []string{"bound", "crashes", "drops", "loses", "errors", "delays", "horizon", "drain", "depth"} {
 		if f := fs.Lookup(n); f != nil && f.Value.String() != f.DefValue {
 			fmt.Fprintf(&b, " -%s %s", n, f.Value.String())
 		}

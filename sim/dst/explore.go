@@ -48,6 +48,9 @@ type Explorer struct {
 	// chain's continuation: two runs whose prefixes differ only in the
 	// order of commuting ops then continue alike (the commutation check).
 	LowestKey bool
+	// DepthBudget, when > 0, is a depth budget: no alternative is explored
+	// at a choice deeper than it (DepthHit counts those left out).
+	DepthBudget int
 	// RandomPick, when set, makes the default pick ready[RandomPick(n)]:
 	// the commutation check's base runs, drawn to park many ops at once.
 	RandomPick func(n int) int
@@ -71,7 +74,7 @@ type Explorer struct {
 	Schedules, Blocked, MaxDepth int
 	// BoundHit and BudgetHit count choices left out by the bound or the
 	// fault budgets (so "exhausted" is read with them).
-	BoundHit, BudgetHit int
+	BoundHit, BudgetHit, DepthHit int
 	// Divergence is set when a replayed choice was not ready: the run did
 	// not repeat itself (a determinism bug).
 	Divergence error
@@ -575,6 +578,10 @@ func (e *Explorer) add(d int, c string) bool {
 	l := e.tree[d]
 	if l.backtrack[c] || l.done[c] {
 		return true
+	}
+	if e.DepthBudget > 0 && d >= e.DepthBudget {
+		e.DepthHit++
+		return false
 	}
 	if cls := l.classOf(c); cls != "" && l.faults[cls] >= e.Budget[cls] {
 		if e.Budget[cls] > 0 {
