@@ -25,7 +25,7 @@ type Mutant struct {
 	Story    string // one line: what a developer got wrong
 	File     string // relative to the module root
 	Property string // what must fail: a property of model/ or a pseudo-property
-	Suite    string // sweep, rapid or test:<pkg>:<regexp>
+	Suite    string // sweep, rapid, explore or test:<pkg>:<regexp>
 	Modes    []string
 	Args     []string // extra flags for the suite's command
 	Find     string   // must occur exactly once in File
@@ -34,9 +34,10 @@ type Mutant struct {
 
 // Suites a mutant can name.
 const (
-	SuiteSweep = "sweep"
-	SuiteRapid = "rapid"
-	testPrefix = "test:"
+	SuiteSweep   = "sweep"
+	SuiteRapid   = "rapid"
+	SuiteExplore = "explore"
+	testPrefix   = "test:"
 )
 
 // pseudo are the failures a test suite shows without a violation line,
@@ -183,6 +184,11 @@ func (m *Mutant) validateSuite() error {
 			return fmt.Errorf("unknown property %q", m.Property)
 		}
 		return nil
+	case m.Suite == SuiteExplore:
+		if !slices.Contains(model.Properties, m.Property) {
+			return fmt.Errorf("unknown property %q", m.Property)
+		}
+		return m.validateExploreArgs()
 	case strings.HasPrefix(m.Suite, testPrefix):
 		if _, _, ok := m.TestTarget(); !ok {
 			return fmt.Errorf("suite %q: want test:<pkg>:<regexp>", m.Suite)
@@ -192,7 +198,57 @@ func (m *Mutant) validateSuite() error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown suite %q (want sweep, rapid or test:<pkg>:<regexp>)", m.Suite)
+	return fmt.Errorf("unknown suite %q (want sweep, rapid, explore or test:<pkg>:<regexp>)", m.Suite)
+}
+
+// validateExploreArgs: an explore mutant names its story (-story NAME or
+// -scenario FILE, exactly one) and leaves to the suite the flags it sets
+// itself; modes: runs a search per mode, so it excludes -mode in args.
+func (m *Mutant) validateExploreArgs() error {
+	stories := 0
+	for i, a := range m.Args {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		switch name {
+		case "story", "scenario":
+			stories++
+			if !hasValue && i+1 == len(m.Args) {
+				return fmt.Errorf("args: -%s needs a value", name)
+			}
+		case "schedule", "out", "first", "junit", "shard":
+			return fmt.Errorf("args: -%s is the explore suite's to set, not the mutant's", name)
+		case "mode":
+			if len(m.Modes) > 0 {
+				return fmt.Errorf("args: -mode and modes: give one")
+			}
+		}
+	}
+	if stories != 1 {
+		return fmt.Errorf("suite explore: args must name one story (-story NAME or -scenario FILE), got %d", stories)
+	}
+	return nil
+}
+
+// ExploreJobs are the explore suite's command lines, one search per mode
+// of modes: (or one, with the mode args names or every mode): relaysim
+// explore with the mutant's args, stopping at the first violation, its
+// schedule files written to dir.
+func (m *Mutant) ExploreJobs(dir string) [][]string {
+	modes := m.Modes
+	if len(modes) == 0 {
+		modes = []string{""}
+	}
+	var jobs [][]string
+	for _, mode := range modes {
+		job := append([]string{"explore"}, m.Args...)
+		if mode != "" {
+			job = append(job, "-mode", mode)
+		}
+		jobs = append(jobs, append(job, "-first", "-out", dir))
+	}
+	return jobs
 }
 
 // TestTarget splits a test:<pkg>:<regexp> suite.

@@ -251,3 +251,72 @@ func TestApplyAddsTheOverlayNote(t *testing.T) {
 		t.Errorf("added file:\n%s", src)
 	}
 }
+
+// The explore suite: parsing its args, and the command lines it runs.
+func TestExploreSuite(t *testing.T) {
+	good := "name: x\nstory: s\nfile: system/a.go\nproperty: no-loss\nsuite: explore\nargs: -scenario mutants/stories/s.txt -crashes 1\n-- find --\na\n-- replace --\nb\n"
+	m, err := Parse("x.txtar", []byte(good))
+	if err != nil {
+		t.Fatalf("good file: %v", err)
+	}
+	jobs := m.ExploreJobs("/tmp/x")
+	if len(jobs) != 1 || strings.Join(jobs[0], " ") != "explore -scenario mutants/stories/s.txt -crashes 1 -first -out /tmp/x" {
+		t.Errorf("jobs %q", jobs)
+	}
+	withModes := strings.Replace(good, "suite:", "modes: bulk stream\nsuite:", 1)
+	if m, err = Parse("x.txtar", []byte(withModes)); err != nil {
+		t.Fatalf("modes: %v", err)
+	}
+	jobs = m.ExploreJobs("d")
+	if len(jobs) != 2 || strings.Join(jobs[1], " ") != "explore -scenario mutants/stories/s.txt -crashes 1 -mode stream -first -out d" {
+		t.Errorf("jobs with modes %q", jobs)
+	}
+	if m, err = Parse("x.txtar", []byte(strings.Replace(good, "-scenario mutants/stories/s.txt", "-story=send-races-leave", 1))); err != nil {
+		t.Errorf("-story=NAME: %v", err)
+	}
+	bad := map[string]string{
+		"no story":          strings.Replace(good, "-scenario mutants/stories/s.txt ", "", 1),
+		"two stories":       strings.Replace(good, "args: ", "args: -story two-senders ", 1),
+		"story no value":    strings.Replace(good, "-scenario mutants/stories/s.txt -crashes 1", "-crashes 1 -scenario", 1),
+		"suite's own flag":  strings.Replace(good, "-crashes 1", "-first", 1),
+		"a schedule":        strings.Replace(good, "-crashes 1", "-schedule f", 1),
+		"mode and modes":    strings.Replace(withModes, "-crashes 1", "-mode single", 1),
+		"unknown property":  strings.Replace(good, "no-loss", "no-lost", 1),
+		"pseudo property":   strings.Replace(good, "no-loss", "determinism", 1),
+		"explore with typo": strings.Replace(good, "suite: explore", "suite: explorer", 1),
+	}
+	for why, text := range bad {
+		if _, err := Parse("x.txtar", []byte(text)); err == nil {
+			t.Errorf("%s: parsed without error", why)
+		}
+	}
+}
+
+// An explore run is judged by its exit code and summary line like run's:
+// caught only when it exits 1 naming the property.
+func TestJudgeExplore(t *testing.T) {
+	line := func(class string, exit int, props ...string) string {
+		js, _ := json.Marshal(Summary{Summary: class, Exit: exit, Command: "explore", Violations: props, Schedules: 40, Exhausted: exit == 0, FirstViolation: 17})
+		return "== story\nFAILED: ...\n" + string(js) + "\nexplore: 40 schedules, 3 terminal states, exhausted=no, violations=1\n"
+	}
+	cases := []struct {
+		name string
+		o    Outcome
+		want string
+	}{
+		{"caught", Outcome{Output: line("violation", 1, "no-loss"), Failed: true, Exit: 1, Structured: true}, Caught},
+		{"other", Outcome{Output: line("violation", 1, "exactly-once"), Failed: true, Exit: 1, Structured: true}, "other:exactly-once"},
+		{"exhausted", Outcome{Output: line("ok", 0), Structured: true}, Survived},
+		{"harness", Outcome{Output: line("harness-error", 3), Failed: true, Exit: 3, Structured: true}, Crash},
+		{"usage", Outcome{Output: "relaysim explore: no flag -x\n", Failed: true, Exit: 2, Structured: true}, Crash},
+	}
+	for _, c := range cases {
+		if got := Judge("no-loss", c.o); got.String() != c.want {
+			t.Errorf("%s: got %s (%s), want %s", c.name, got, got.Evidence, c.want)
+		}
+	}
+	s, ok := ParseSummary(line("violation", 1, "no-loss"))
+	if !ok || s.Schedules != 40 || s.FirstViolation != 17 || s.Command != "explore" {
+		t.Errorf("summary %+v, %v", s, ok)
+	}
+}

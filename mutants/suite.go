@@ -57,6 +57,8 @@ func RunOne(ctx context.Context, o Options, m *Mutant) Result {
 			r.sweep(ctx)
 		case SuiteRapid:
 			r.rapid(ctx)
+		case SuiteExplore:
+			r.explore(ctx)
 		default:
 			r.test(ctx)
 		}
@@ -81,7 +83,7 @@ type run struct {
 func (r *run) build(ctx context.Context) bool {
 	var args []string
 	switch r.m.Suite {
-	case SuiteSweep:
+	case SuiteSweep, SuiteExplore:
 		r.bin = filepath.Join(Dir(r.m.Name), "relaysim")
 		args = []string{"build", "-overlay=" + r.overlay, "-o", r.bin, "./cmd/relaysim"}
 	default:
@@ -143,6 +145,35 @@ func (r *run) failedRun(oc Outcome, job []string) {
 		return
 	}
 	r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim replay %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
+}
+
+// explore runs the model checker on the mutant's story (relaysim explore
+// with its args, one search per mode it names), each search stopping at
+// its first violation: caught when a search exits 1 naming the property
+// in its summary line. Runs counts the schedules explored until then; a
+// search that ends exhausted with no violation is the mutant's survival.
+func (r *run) explore(ctx context.Context) {
+	for _, job := range r.m.ExploreJobs(Dir(r.m.Name)) {
+		oc, cut := r.attempt(ctx, r.o.Root, r.bin, job...)
+		if cut || ctx.Err() != nil {
+			r.survived()
+			return
+		}
+		oc.Structured = true
+		s, ok := ParseSummary(oc.Output)
+		if ok {
+			r.res.Runs += s.Schedules
+		}
+		if oc.Failed || oc.TimedOut {
+			r.res.Verdict = Judge(r.m.Property, oc)
+			if ok && s.Replay != "" {
+				r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim %s", r.overlay, strings.TrimPrefix(s.Replay, "relaysim "))
+			}
+			return
+		}
+		r.progress("%s: %s: %d schedules, exhausted=%v, no violation", r.m.Name, strings.Join(job, " "), s.Schedules, s.Exhausted)
+	}
+	r.res.Verdict = Verdict{Kind: Survived, Evidence: fmt.Sprintf("%d schedules explored, no violation", r.res.Runs)}
 }
 
 // rapid runs the rapid state machine with rapid seeds 1, 2, 3, ... (100

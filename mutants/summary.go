@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Summary is the JSON line `relaysim run`, `replay` and `equiv` print just
+// Summary is the JSON line `relaysim run`, `replay`, `equiv` and `explore` print just
 // before their last line (cmd/relaysim/summary.go writes it). The catalog
 // reads a run's class from its exit code and the violated properties from
 // this line, never from the banner's text.
@@ -19,6 +19,12 @@ type Summary struct {
 	Error      string   `json:"error"`
 	TraceHash  string   `json:"trace_hash"`
 	Replay     string   `json:"replay"`
+	// explore only: schedules run, distinct terminal states, whether the
+	// search finished, and the schedules run until the first violation.
+	Schedules      int  `json:"schedules"`
+	Terminal       int  `json:"terminal"`
+	Exhausted      bool `json:"exhausted"`
+	FirstViolation int  `json:"first_violation"`
 }
 
 // summaryPrefix starts a summary line and nothing else a run prints.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +53,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	shardFlag := fs.String("shard", "", "run only the searches i of n (i/n, from 1): modes and blocks are split between shards")
 	tl := fs.String("timeline", "", "write the first violation's timeline (one self-contained HTML page) to this file")
 	jobs := fs.Int("j", 1, "searches in parallel (worker processes, each a -shard); one search is never split")
+	first := fs.Bool("first", false, "stop each search at its first violation (the search then says exhausted=no)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
@@ -137,6 +140,21 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	var all []*scenarios.ExploreReport
 	var herr error
 	job := 0
+	// firstAt counts the schedules run until the first violation, over
+	// every search in order (0: none); done are the finished searches'.
+	firstAt, done := 0, 0
+	var cur *scenarios.ExploreReport
+	seen := func(r *scenarios.ExploreReport) {
+		if r != cur {
+			if cur != nil {
+				done += cur.Schedules
+			}
+			cur = r
+		}
+		if firstAt == 0 && len(r.Violations) > 0 {
+			firstAt = done + r.Schedules
+		}
+	}
 	err := dst.Bubble(nil, func(t *testing.T) {
 		for _, m := range ms {
 			job++
@@ -150,9 +168,16 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 					rate := float64(r.Schedules) / max(wall.now()-start, time.Millisecond).Seconds()
 					fmt.Fprintf(stderr, "\r%s %s: %d schedules (%.0f/s), %d terminal states, depth %d   ", name, m, r.Schedules, rate, len(r.Terminal), r.MaxDepth)
 				}
-				return *budget > 0 && wall.now()-start >= *budget
+				seen(r)
+				return (*first && len(r.Violations) > 0) || (*budget > 0 && wall.now()-start >= *budget)
 			}
 			rs, err := scenarios.ExploreText(t, name, text, m, o)
+			for _, r := range rs { // a search whose last schedule failed was never asked to stop
+				seen(r)
+			}
+			if cur != nil {
+				done, cur = done+cur.Schedules, nil
+			}
 			if tty {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
@@ -168,9 +193,39 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	}
 	if herr != nil {
 		fmt.Fprintf(stderr, "relaysim explore: %v\n", herr)
+		writeExploreSummary(stdout, exploreJSON{runSummary: runSummary{
+			Summary: classHarness, Exit: exitHarness, Command: "explore", Mode: *modes, Violations: []string{}, Error: herr.Error(),
+		}})
 		return exitHarness
 	}
-	return exploreVerdict(all, name, *scenario, *story, fs, *out, *junit, *tl, stdout, stderr)
+	return exploreVerdict(all, name, *scenario, *story, fs, *out, *junit, *tl, *modes, firstAt, stdout, stderr)
+}
+
+// exploreJSON is the JSON line `explore` prints just before its last
+// line: run's summary line (runSummary: the class, the exit code, the
+// violated properties, the first failing schedule's replay command) with
+// the search's counts, so that tooling (the mutant catalog's explore
+// suite, mutants.Summary) never scrapes the report, e.g.
+//
+//	{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"bulk","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore ...","schedules":120,"terminal":6,"exhausted":true,"first_violation":17}
+//
+// FirstViolation is how many schedules ran, over the searches in order,
+// until the first that broke a property (0: none did); with -j, the
+// first failing worker's own count.
+type exploreJSON struct {
+	runSummary
+	Schedules      int  `json:"schedules"`
+	Terminal       int  `json:"terminal"`
+	Exhausted      bool `json:"exhausted"`
+	FirstViolation int  `json:"first_violation"`
+}
+
+func writeExploreSummary(w io.Writer, s exploreJSON) {
+	js, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("explore summary line: %v", err)) // plain values: cannot fail
+	}
+	fmt.Fprintf(w, "%s\n", js)
 }
 
 // wallClock is real elapsed time for code inside a bubble, whose own
@@ -203,8 +258,10 @@ func (w *wallClock) stop()              { close(w.done) }
 
 // exploreVerdict prints every search's report, writes the failing
 // schedules and the JUnit file, and ends with the summary line.
-func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string, fs *flag.FlagSet, outDir, junit, tl string, stdout, stderr io.Writer) int {
+func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string, fs *flag.FlagSet, outDir, junit, tl, modes string, firstAt int, stdout, stderr io.Writer) int {
 	var schedules, terminal, violations int
+	props := []string{}
+	firstReplay := ""
 	exhausted := len(all) > 0
 	var cases []junitCase
 	for i, r := range all {
@@ -229,6 +286,14 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 				fmt.Fprintf(stdout, "  %s\n", vi)
 			}
 			fmt.Fprintf(stdout, "replay:  %s\n", replay)
+			for _, p := range propertiesOf(v.Violations) {
+				if !slices.Contains(props, p) {
+					props = append(props, p)
+				}
+			}
+			if firstReplay == "" {
+				firstReplay = replay
+			}
 			fmt.Fprintf(stdout, "trace (last %d lines of the schedule's run):\n", len(v.Trace))
 			for _, ln := range v.Trace {
 				fmt.Fprintf(stdout, "  %s\n", ln)
@@ -253,12 +318,17 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 			fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
 		}
 	}
+	code := exitOK
+	if violations > 0 {
+		code = exitFail
+	}
+	writeExploreSummary(stdout, exploreJSON{
+		runSummary: runSummary{Summary: classOf(code), Exit: code, Command: "explore", Mode: modes, Violations: props, Replay: firstReplay},
+		Schedules:  schedules, Terminal: terminal, Exhausted: exhausted, FirstViolation: firstAt,
+	})
 	fmt.Fprintf(stdout, "explore: %d schedules, %d terminal states, exhausted=%s, violations=%d\n",
 		schedules, terminal, map[bool]string{true: "yes", false: "no"}[exhausted], violations)
-	if violations > 0 {
-		return exitFail
-	}
-	return exitOK
+	return code
 }
 
 // budgetFlags repeats the flags that shape a search, for a replay line.
@@ -329,9 +399,32 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 	wg.Wait()
 	var s, tstates, v int
 	exhausted := true
+	merged := exploreJSON{runSummary: runSummary{Command: "explore", Violations: []string{}}}
 	for k := range n {
 		lines := strings.Split(strings.TrimRight(outs[k].String(), "\n"), "\n")
 		last := lines[len(lines)-1]
+		// The workers' JSON lines become one, just before the last line.
+		var kept []string
+		for _, l := range lines[:len(lines)-1] {
+			var ws exploreJSON
+			if !strings.HasPrefix(l, `{"summary":`) || json.Unmarshal([]byte(l), &ws) != nil {
+				kept = append(kept, l)
+				continue
+			}
+			merged.Mode = ws.Mode
+			for _, p := range ws.Violations {
+				if !slices.Contains(merged.Violations, p) {
+					merged.Violations = append(merged.Violations, p)
+				}
+			}
+			if merged.Replay == "" {
+				merged.Replay = ws.Replay
+			}
+			if merged.FirstViolation == 0 {
+				merged.FirstViolation = ws.FirstViolation
+			}
+		}
+		lines = append(kept, last)
 		m := exploreLast.FindStringSubmatch(last)
 		if m == nil || codes[k] == exitHarness || codes[k] == exitUsage {
 			fmt.Fprint(stdout, outs[k].String())
@@ -346,12 +439,16 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 		s, tstates, v = s+a, tstates+b, v+c
 		exhausted = exhausted && m[3] == "yes"
 	}
+	code := exitOK
+	if v > 0 {
+		code = exitFail
+	}
+	merged.Summary, merged.Exit = classOf(code), code
+	merged.Schedules, merged.Terminal, merged.Exhausted = s, tstates, exhausted
+	writeExploreSummary(stdout, merged)
 	fmt.Fprintf(stdout, "explore: %d schedules, %d terminal states, exhausted=%s, violations=%d\n",
 		s, tstates, map[bool]string{true: "yes", false: "no"}[exhausted], v)
-	if v > 0 {
-		return exitFail
-	}
-	return exitOK
+	return code
 }
 
 // writeExploreTimeline draws a failing schedule's run as one HTML page.
