@@ -150,8 +150,9 @@ func (r *run) failedRun(oc Outcome, job []string) {
 // explore runs the model checker on the mutant's story (relaysim explore
 // with its args, one search per mode it names), each search stopping at
 // its first violation: caught when a search exits 1 naming the property
-// in its summary line. Runs counts the schedules explored until then; a
-// search that ends exhausted with no violation is the mutant's survival.
+// in its summary line. Runs counts the schedules explored until the first
+// violation (first_violation), or all of them; a search that ends
+// exhausted with no violation is the mutant's survival.
 func (r *run) explore(ctx context.Context) {
 	for _, job := range r.m.ExploreJobs(Dir(r.m.Name)) {
 		oc, cut := r.attempt(ctx, r.o.Root, r.bin, job...)
@@ -161,7 +162,10 @@ func (r *run) explore(ctx context.Context) {
 		}
 		oc.Structured = true
 		s, ok := ParseSummary(oc.Output)
-		if ok {
+		switch {
+		case ok && s.FirstViolation > 0:
+			r.res.Runs += s.FirstViolation // the schedules until caught
+		case ok:
 			r.res.Runs += s.Schedules
 		}
 		if oc.Failed || oc.TimedOut {
