@@ -20,7 +20,7 @@ func TestExploreSummaryLine(t *testing.T) {
 	ok := &scenarios.ExploreReport{Mode: system.ModeBulk, Schedules: 3, Terminal: map[string]bool{"a": true}, Exhausted: true}
 	var out bytes.Buffer
 	fs := newFlagSet("explore")
-	code := exploreVerdict([]*scenarios.ExploreReport{ok, fail}, "story:x", "", "x", fs, t.TempDir(), "", "all", 5, &out, io.Discard)
+	code := exploreVerdict([]*scenarios.ExploreReport{ok, fail}, "story:x", "", "x", fs, t.TempDir(), "", "", "all", 5, &out, io.Discard)
 	if code != exitFail {
 		t.Fatalf("exit %d, want %d", code, exitFail)
 	}
