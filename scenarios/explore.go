@@ -91,9 +91,6 @@ type ExploreViolation struct {
 	History *model.History
 }
 
-// DebugExplore, when set, is told each run's events (tests only).
-var DebugExplore func(n int, dump, out string)
-
 // maxViolations is how many failing schedules a report keeps.
 const maxViolations = 3
 
@@ -237,9 +234,6 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 			return r, fmt.Errorf("schedule %d did not repeat itself (a determinism bug): %w", ex.Schedules, ex.Divergence)
 		}
 		r.Terminal[out] = true
-		if DebugExplore != nil {
-			DebugExplore(ex.Schedules, ex.DumpRun(), out)
-		}
 		if faulted {
 			r.Faults++
 		}

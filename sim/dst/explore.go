@@ -218,9 +218,7 @@ func (s *Scheduler) exploreStep(ready, lazy []*Op, now time.Duration) bool {
 	if fault != "" {
 		op.fault = fault
 	}
-	delete(s.parked, op.Key)
-	j := sort.Search(len(s.sorted), func(j int) bool { return s.sorted[j].Key >= op.Key })
-	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...)
+	s.unpark(op)
 	<-s.lock
 	s.Steps++
 	if fault != "" {
@@ -241,9 +239,7 @@ func (e *Explorer) fire(s *Scheduler, op *Op) {
 	s.lock <- struct{}{}
 	s.cur = len(e.events) - 1
 	op.fault = "fire"
-	delete(s.parked, op.Key)
-	j := sort.Search(len(s.sorted), func(j int) bool { return s.sorted[j].Key >= op.Key })
-	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...)
+	s.unpark(op)
 	<-s.lock
 	s.Steps++
 	s.trace.Event(s.Now(), op.Node, "explore: fire %s %s", op.Kind, op.ID)
@@ -708,6 +704,13 @@ func (e *Explorer) analyse() {
 		reach[j] = r
 	}
 	has := func(set []uint64, k int) bool { return set[k/64]&(1<<(k%64)) != 0 }
+	barrierBefore := make([]int, n) // the last barrier before each event
+	for j, b := 0, -1; j < n; j++ {
+		barrierBefore[j] = b
+		if evs[j].all {
+			b = j
+		}
+	}
 	for j := 0; j < n; j++ {
 		ej := evs[j]
 		if ej.all || ej.level < 0 {
@@ -721,7 +724,7 @@ func (e *Explorer) analyse() {
 				preds = append(preds, k)
 			}
 		}
-		for i := j - 1; i > lastBarrierBefore(evs, j); i-- {
+		for i := j - 1; i > barrierBefore[j]; i-- {
 			ei := evs[i]
 			if ei.all || ei.level < 0 || !Dependent(ei.touch, ej.touch) {
 				continue
@@ -750,15 +753,6 @@ func (e *Explorer) analyse() {
 			e.reverse(evs, i, j)
 		}
 	}
-}
-
-func lastBarrierBefore(evs []event, j int) int {
-	for k := j - 1; k >= 0; k-- {
-		if evs[k].all {
-			return k
-		}
-	}
-	return -1
 }
 
 // reverse adds, at the level of event i, a choice that starts the reversed
@@ -833,16 +827,6 @@ func (e *Explorer) switchPoint(evs []event, i int) int {
 // Stats is a one-line summary of the search so far.
 func (e *Explorer) Stats() string {
 	return fmt.Sprintf("schedules=%d blocked=%d maxdepth=%d boundhit=%d budgethit=%d", e.Schedules, e.Blocked, e.MaxDepth, e.BoundHit, e.BudgetHit)
-}
-
-// DumpRun renders the run's events (for debugging a footprint): index,
-// level, choice, parent, footprint.
-func (e *Explorer) DumpRun() string {
-	var b strings.Builder
-	for i, ev := range e.events {
-		fmt.Fprintf(&b, "%3d L%-3d p%-3d %-60q %s\n", i, ev.level, ev.parent, ev.choice, FormatTouch(ev.touch))
-	}
-	return b.String()
 }
 
 // LevelView is one level of the last run, for the commutation check: the

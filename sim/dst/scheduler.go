@@ -289,9 +289,7 @@ func (s *Scheduler) step(ready []*Op, now time.Duration) {
 		return
 	}
 	s.lock <- struct{}{}
-	delete(s.parked, op.Key)
-	j := sort.Search(len(s.sorted), func(j int) bool { return s.sorted[j].Key >= op.Key })
-	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...) // keys are unique: s.sorted[j] == op
+	s.unpark(op)
 	<-s.lock
 	s.Steps++
 	s.trace.Op(now, op.Node, op.Kind, op.ID) // = Event(now, op.Node, "%s %s", op.Kind, op.ID), without fmt
@@ -299,6 +297,13 @@ func (s *Scheduler) step(ready []*Op, now time.Duration) {
 		s.OnRelease(op, now)
 	}
 	close(op.release)
+}
+
+// unpark takes a picked op out of the parked set; the caller holds lock.
+func (s *Scheduler) unpark(op *Op) {
+	delete(s.parked, op.Key)
+	j := sort.Search(len(s.sorted), func(j int) bool { return s.sorted[j].Key >= op.Key })
+	s.sorted = append(s.sorted[:j], s.sorted[j+1:]...) // keys are unique: s.sorted[j] == op
 }
 
 // PassThrough releases everything parked or held and lets later gates
