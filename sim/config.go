@@ -78,6 +78,16 @@ type Config struct {
 	ChurnOnly bool
 	// Actions, when set, replaces the generated workload.
 	Actions []Action
+	// Faults, when non-nil, replaces the seed's timed fault plan whole
+	// (PlanFaults, an upgrade's steps, overlaps, forgeries and steals): an
+	// explicit plan, as the shrinker and a story give. Empty but non-nil:
+	// no timed fault.
+	Faults []Fault
+	// Mix, when set, replaces the seed's drawn fault mix (DrawMix): its
+	// per-operation rates (drops, duplicates, delays, Redis errors,
+	// recv-breaks) are what each operation draws against; its counts
+	// matter only to the plan that Faults replaces.
+	Mix *FaultMix
 	// FixedCost, when set, replaces the seed-drawn cost model.
 	FixedCost *CostModel
 	// CPU, when set, turns on the contended cost model (cpu.go): node CPUs

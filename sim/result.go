@@ -17,8 +17,10 @@ type Result struct {
 	StreamBacklog int
 	// Limits are the nodes' drawn limits and protocols (nil: not a mixed
 	// cluster; DrawLimits).
-	Limits     []NodeLimits
-	Faults     []Fault
+	Limits []NodeLimits
+	Faults []Fault
+	// Actions is the workload the run played (generated, or Config.Actions).
+	Actions    []Action
 	History    *model.History
 	Violations []model.Violation
 	TraceHash  string

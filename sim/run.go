@@ -35,6 +35,9 @@ func runInBubble(cfg Config, res *Result) {
 	id := "run" + strconv.FormatInt(runs.Add(1), 10)
 	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("relaysim", id)))
 	res.Mix = DrawMix(cfg.Seed.Derive("faults"), cfg.Bounds)
+	if cfg.Mix != nil {
+		res.Mix = *cfg.Mix
+	}
 	res.Cost = DrawCost(cfg.Seed.Derive("cost"))
 	if cfg.CPU != nil {
 		res.Cost = cfg.CPU.Links()
@@ -66,6 +69,7 @@ func runInBubble(cfg Config, res *Result) {
 		wc.Nodes = cfg.Nodes
 		wl = Generate(cfg.Seed.Derive("workload"), wc)
 	}
+	res.Actions = wl.Actions
 	users := usersOf(wl.Actions)
 	plan := cfg.Seed.Derive("faults").Derive("plan")
 	res.Faults = PlanFaults(plan, res.Mix, cfg.Nodes, users, cfg.Tick*4, cfg.Duration)
@@ -73,6 +77,9 @@ func runInBubble(cfg Config, res *Result) {
 	MarkOverlaps(cfg.Seed.Derive("overlap"), res.Faults, cfg.Overlap)
 	res.Faults = withForgeries(res.Faults, PlanForgeries(plan, res.Mix.Forgeries, users, roomsOf(wl.Actions), cfg.Nodes, cfg.Tick*4, cfg.Duration))
 	res.Faults = withForgeries(res.Faults, PlanSteals(plan, res.Mix.Steals, wl.Actions, cfg.Nodes, cfg.Tick*4, cfg.Duration))
+	if cfg.Faults != nil {
+		res.Faults = append([]Fault(nil), cfg.Faults...)
+	}
 	header(trace, cfg, res, strategy, len(wl.Actions))
 
 	c, err := NewCluster(ClusterConfig{
