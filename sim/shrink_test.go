@@ -146,7 +146,6 @@ func TestDdminFindsTheNeededItems(t *testing.T) {
 	}
 }
 
-
 func TestFaultGroupsPairEnds(t *testing.T) {
 	fs := []Fault{
 		{At: 1 * time.Second, Kind: model.FaultCrash, Node: 1, For: 2 * time.Second},
