@@ -27,6 +27,9 @@ type Report struct {
 	// Replay is the command that replays the failure, then lines that
 	// explain it.
 	Replay []string
+	// Shrink, when set, is the command that shrinks the failure
+	// (relaysim shrink).
+	Shrink string
 	// Commit is the closing note: the commit the failure belongs to.
 	Commit string
 }
@@ -64,6 +67,9 @@ func (r Report) String() string {
 		}
 		fmt.Fprintf(&b, "%s%s\n", prefix, l)
 	}
+	if r.Shrink != "" {
+		fmt.Fprintf(&b, "shrink:  %s\n", r.Shrink)
+	}
 	fmt.Fprintf(&b, "note:    %s\n", r.Commit)
 	fmt.Fprintln(&b, rule)
 	return b.String()
@@ -75,6 +81,12 @@ func (r Report) String() string {
 // there is none or the trace was not kept: see WholeTrace), the commit and
 // the one command that replays it.
 func Banner(r *Result, replay, commit string) string {
+	return BannerReport(r, replay, commit).String()
+}
+
+// BannerReport is Banner's report, for a caller to add to (the shrink
+// command) before rendering it.
+func BannerReport(r *Result, replay, commit string) Report {
 	c := r.Config
 	rep := Report{
 		Headline:   fmt.Sprintf("relaysim FAILED  seed=%s mode=%s scheduler=%s channels=%d", c.Seed, c.Mode, c.Scheduler, r.Channels),
@@ -89,7 +101,7 @@ func Banner(r *Result, replay, commit string) string {
 	if r.BubbleErr != nil {
 		rep.Facts = append(rep.Facts, fmt.Sprintf("bubble: %v", r.BubbleErr))
 	}
-	return rep.String()
+	return rep
 }
 
 // BannerViolations picks the violations a banner prints: the first most,

@@ -50,6 +50,9 @@ type ShrinkProgress struct {
 	Size    ShrinkSize
 	Runs    int
 	Elapsed time.Duration
+	// Tried is set when a candidate was refused: why ("passes", the
+	// other properties it violated, or its run error).
+	Tried string
 }
 
 // ShrinkSize is how big a run is.
@@ -70,8 +73,9 @@ type ShrinkResult struct {
 	Config        Config
 	Property      string
 	Before, After ShrinkSize
-	// Runs counts the candidate runs (the first and the final run not
-	// included); Elapsed is the whole shrink's wall time.
+	// Runs counts the candidate runs, the check that the explicit run
+	// still fails included (the first and the final run not); Elapsed is
+	// the whole shrink's wall time.
 	Runs    int
 	Elapsed time.Duration
 	// OutOfBudget says a run or time budget stopped the shrink early.
@@ -85,9 +89,9 @@ type ShrinkResult struct {
 	Violation model.Violation
 }
 
-// errNoFailure is Shrink's error for a run that does not fail on a
+// ErrNoFailure is Shrink's error for a run that does not fail on a
 // property.
-var errNoFailure = errors.New("the run violates no property: nothing to shrink")
+var ErrNoFailure = errors.New("the run violates no property: nothing to shrink")
 
 // Shrink runs cfg, then reduces it while it still violates the same
 // property (ShrinkOptions.Property, or the first violation's), and runs
@@ -102,7 +106,7 @@ func Shrink(cfg Config, opt ShrinkOptions) (*ShrinkResult, error) {
 	prop := opt.Property
 	if prop == "" {
 		if len(vs) == 0 {
-			return nil, errNoFailure
+			return nil, ErrNoFailure
 		}
 		prop = vs[0].Property
 	}
@@ -113,6 +117,9 @@ func Shrink(cfg Config, opt ShrinkOptions) (*ShrinkResult, error) {
 	s.cur = explicit(cfg, first)
 	s.size = sizeOf(s.cur, first)
 	before := s.size
+	if !s.try("explicit", s.cur) {
+		return nil, fmt.Errorf("the run made explicit (its actions, faults and mix as data) no longer violates %s", prop)
+	}
 	s.stages()
 	final := s.cur
 	final.KeepTrace = true
@@ -140,7 +147,11 @@ func Shrink(cfg Config, opt ShrinkOptions) (*ShrinkResult, error) {
 func explicit(cfg Config, r *Result) Config {
 	cfg.Actions = slices.Clone(r.Actions)
 	cfg.Faults = append([]Fault{}, r.Faults...)
-	mix := r.Mix
+	// The mix's counts only size the plan Faults now replaces: only its
+	// per-operation rates are kept, so that the banner's fault line says
+	// what the shrunk run injects.
+	mix := FaultMix{DropRequest: r.Mix.DropRequest, DropResponse: r.Mix.DropResponse, Duplicate: r.Mix.Duplicate,
+		Delay: r.Mix.Delay, RedisError: r.Mix.RedisError, RecvBreak: r.Mix.RecvBreak}
 	cfg.Mix = &mix
 	if cfg.ChannelsPerPeer == 0 {
 		cfg.ChannelsPerPeer = r.Channels
@@ -205,6 +216,7 @@ func (s *shrinker) try(stage string, cand Config) bool {
 	s.runs++
 	r, vs, err := s.run(cand)
 	if err != nil || !hasProperty(vs, s.prop) {
+		s.refused(stage, vs, err)
 		return false
 	}
 	s.cur, s.size = cand, sizeOf(cand, r)
@@ -220,18 +232,40 @@ func (s *shrinker) out() bool {
 	return s.spent
 }
 
+// refused tells Progress of a refused candidate.
+func (s *shrinker) refused(stage string, vs []model.Violation, err error) {
+	if s.opt.Progress == nil {
+		return
+	}
+	why := "passes"
+	switch {
+	case err != nil:
+		why = "run error: " + err.Error()
+	case len(vs) > 0:
+		why = "violates only " + model.Summarize(vs)
+	}
+	s.opt.Progress(ShrinkProgress{Stage: stage, Size: s.size, Runs: s.runs, Elapsed: time.Since(s.start), Tried: why})
+}
+
 func (s *shrinker) report(stage string) {
 	if s.opt.Progress != nil {
 		s.opt.Progress(ShrinkProgress{Stage: stage, Size: s.size, Runs: s.runs, Elapsed: time.Since(s.start)})
 	}
 }
 
-// stages runs the stages in DEMi's order.
+// stages runs the stages in DEMi's order, but tries the first-pick
+// schedule first too: the seed's random schedule is one stream of
+// choices, so removing any action or fault moves every later pick and a
+// timing-dependent failure goes with it, while first picks (in op key
+// order) leave the interleaving of what remains as it was. When the
+// failure needs the seed's schedule, the schedule stage at the end tries
+// again on the shrunk run.
 func (s *shrinker) stages() {
 	for _, st := range []struct {
 		name string
 		do   func(stage string)
 	}{
+		{"schedule", s.schedule},
 		{"users", s.users},
 		{"actions", s.actions},
 		{"bursts", s.bursts},

@@ -109,7 +109,7 @@ func TestShrinkRefusesAPassingRun(t *testing.T) {
 	cfg.Duration, cfg.Drain = time.Second, 5*time.Second
 	cfg.Bounds = NoFaults()
 	_, err := Shrink(cfg, ShrinkOptions{T: t})
-	require.ErrorIs(t, err, errNoFailure)
+	require.ErrorIs(t, err, ErrNoFailure)
 }
 
 func TestDdminFindsTheNeededItems(t *testing.T) {

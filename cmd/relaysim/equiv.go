@@ -34,7 +34,7 @@ func cmdEquiv(args []string, stdout, stderr io.Writer) int {
 	for _, r := range runs {
 		summary(stdout, r)
 		if r.Failed() {
-			fmt.Fprint(stdout, Banner(r, replayCalm(f, r)))
+			fmt.Fprint(stdout, Banner(r, replayCalm(f, r), shrinkOf(replayCalm(f, r))))
 		}
 		code = worse(code, exitCode(r))
 		all = append(all, r.Violations...)
@@ -56,6 +56,7 @@ func cmdEquiv(args []string, stdout, stderr io.Writer) int {
 		for _, r := range replays {
 			fmt.Fprintf(stdout, "replay:  %s\n", r)
 		}
+		fmt.Fprintf(stdout, "shrink:  %s\n", shrinkOf(equivCommand(f)))
 	}
 	s := runSummary{Summary: classOf(code), Exit: code, Command: "equiv", Seed: f.cfg.Seed.String(), Mode: "all",
 		Violations: propertiesOf(append(all, vs...)), Error: strings.Join(errs, "; "), TraceHash: strings.Join(hashes, " ")}

@@ -56,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdCheck(args[1:], stdout, stderr)
 	case "explore":
 		return cmdExplore(args[1:], stdout, stderr)
+	case "shrink":
+		return cmdShrink(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
@@ -78,6 +80,7 @@ commands:
   real    run relayd processes and redis-server for real under a nemesis and judge the history (docs/real-cluster.md)
   check   judge a saved history offline: check -history FILE
   explore model-check a small story: every schedule of its explore block, faults as choices
+  shrink  shrink a failing seed (flags of run) to a small run failing on the same property
 
 Run 'relaysim <command> -h' for the flags of a command.
 Exit codes: 0 every property held, 1 a property was violated, 2 bad usage,

@@ -25,6 +25,7 @@ func cmdMutants(args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("list", false, "list the catalog and exit")
 	jobs := fs.Int("j", 1, "mutants run in parallel (seconds to catch grow with it)")
 	rotate := fs.String("rotate", "", "run only part i of n of the selection (i/n), for CI")
+	overlay := fs.Bool("overlay", false, "write the selected mutants' overlays and print one line per mutant (name, overlay path, property, extra flags); run nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
@@ -52,6 +53,9 @@ func cmdMutants(args []string, stdout, stderr io.Writer) int {
 		listMutants(stdout, ms)
 		return exitOK
 	}
+	if *overlay {
+		return writeOverlays(ms, stdout, stderr)
+	}
 	return runMutants(ms, *budget, *jobs, stdout, stderr)
 }
 
@@ -65,6 +69,25 @@ func runMutants(ms []*mutants.Mutant, budget time.Duration, jobs int, stdout, st
 	rs := mutants.Run(context.Background(), o, ms, jobs)
 	if mutants.Report(stdout, rs) < len(rs) {
 		return exitFail
+	}
+	return exitOK
+}
+
+// writeOverlays applies each mutant (mutants.Apply) and prints its
+// overlay, for `go build -overlay` by hand (make shrink-table).
+func writeOverlays(ms []*mutants.Mutant, stdout, stderr io.Writer) int {
+	root, err := moduleRoot()
+	if err != nil {
+		fmt.Fprintf(stderr, "relaysim mutants: %v\n", err)
+		return exitFail
+	}
+	for _, m := range ms {
+		o, err := mutants.Apply(root, m)
+		if err != nil {
+			fmt.Fprintf(stderr, "relaysim mutants: %v\n", err)
+			return exitFail
+		}
+		fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", m.Name, o, m.Property, m.Suite, strings.Join(m.Args, " "))
 	}
 	return exitOK
 }

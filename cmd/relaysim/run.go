@@ -193,7 +193,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 			if rerun {
 				shown = sim.WholeTrace(nil, res)
 			}
-			fmt.Fprint(stdout, Banner(shown, replayCommand(f)))
+			fmt.Fprint(stdout, Banner(shown, replayCommand(f), shrinkOf(replayCommand(f))))
 		}
 		if out.timelineDone {
 			fmt.Fprintf(stdout, "timeline:    %s (open it in a browser)\n", f.timeline)

@@ -166,7 +166,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	}
 	for _, j := range all {
 		if !j.ok {
-			fmt.Fprintf(stdout, "FAIL seed=%s mode=%s trace-hash=%s\n  replay: %s\n", j.seed, j.label(), j.hash, j.replay(extra))
+			fmt.Fprintf(stdout, "FAIL seed=%s mode=%s trace-hash=%s\n  replay: %s\n  shrink: %s\n", j.seed, j.label(), j.hash, j.replay(extra), shrinkOf(j.replay(extra)))
 			if line := lastViolation(j.out); line != "" {
 				fmt.Fprintf(stdout, "  %s\n", line)
 			}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/relaysim/relaysim/sim"
+)
+
+// shrinkFlags are shrink's own flags, beside the run flags.
+type shrinkFlags struct {
+	property     string
+	budget       time.Duration
+	maxRuns      int
+	out          string
+	equiv        bool
+	keepSchedule bool
+	verbose      bool
+}
+
+// cmdShrink reduces a failing seed to a small run that fails on the same
+// property (sim.Shrink): it prints the sizes before and after, the time it
+// took, the shrunk actions and faults, and the shrunk run's failure
+// banner. -o writes the shrunk run as a story. Exit 1 when the shrunk run
+// violates the property (the usual outcome), 0 when the seed passes
+// (nothing to shrink), 3 when the run cannot finish.
+func cmdShrink(args []string, stdout, stderr io.Writer) int {
+	f := newRunFlags("shrink", stdout)
+	var sf shrinkFlags
+	f.fs.StringVar(&sf.property, "property", "", "the property the shrunk run must still violate (default: the run's first violation's)")
+	f.fs.DurationVar(&sf.budget, "budget", 5*time.Minute, "stop shrinking after this much wall time (0: no bound); the result so far is printed")
+	f.fs.IntVar(&sf.maxRuns, "max-runs", 0, "stop shrinking after this many candidate runs (0: no bound; unlike -budget, the same on every machine)")
+	f.fs.StringVar(&sf.out, "o", "", "write the shrunk run as a story (scenarios/testdata format) to this file")
+	f.fs.BoolVar(&sf.equiv, "equiv", false, "shrink the seed's calm variant while the relay modes disagree (a failure caught by mode equivalence)")
+	f.fs.BoolVar(&sf.keepSchedule, "keep-schedule", false, "keep the seed's schedule (skip trying the first-pick schedule)")
+	f.fs.BoolVar(&sf.verbose, "v", false, "print every stage and every kept candidate on stderr, one line each")
+	if err := f.parse(args); err != nil {
+		if errors.Is(err, errHelp) {
+			return exitOK
+		}
+		return usageError(stderr, "shrink", err)
+	}
+	for _, name := range []string{"history", "cpuprofile", "memprofile"} {
+		if set(f.fs, name) {
+			return usageError(stderr, "shrink", fmt.Errorf("-%s is a flag of run, not of shrink", name))
+		}
+	}
+	if f.cfg.Scheduler == "exhaustive" {
+		return usageError(stderr, "shrink", fmt.Errorf("-scheduler exhaustive explores many schedules; shrink shrinks one run (random or pct)"))
+	}
+	prog := newShrinkProgress(stderr, sf.verbose)
+	opt := sim.ShrinkOptions{Property: sf.property, Equiv: sf.equiv, MaxRuns: sf.maxRuns, Budget: sf.budget,
+		KeepSchedule: sf.keepSchedule, Progress: prog.update}
+	res, err := sim.Shrink(f.cfg, opt)
+	prog.finish()
+	if err != nil {
+		fmt.Fprintf(stderr, "relaysim shrink: seed %s mode %s: %v\n", f.cfg.Seed, f.cfg.Mode, err)
+		if errors.Is(err, sim.ErrNoFailure) {
+			return exitOK
+		}
+		return exitHarness
+	}
+	replay := shrinkCommand(f)
+	if sf.out != "" {
+		if err := writeStory(sf.out, res, replay); err != nil {
+			fmt.Fprintf(stderr, "relaysim shrink: -o: %v\n", err)
+			return exitHarness
+		}
+		replay = fmt.Sprintf("%s ./cmd/relaysim replay -story %s", goRun(), sf.out)
+	}
+	printShrink(stdout, res, sf.out)
+	if f.trace != "" {
+		if err := os.WriteFile(f.trace, []byte(res.Final.Trace.Text()), 0o644); err != nil {
+			fmt.Fprintf(stderr, "relaysim shrink: write trace: %v\n", err)
+		}
+	}
+	if f.timeline != "" {
+		if err := writeTimeline(f.timeline, "relaysim shrink", replay, res.Final); err != nil {
+			fmt.Fprintf(stderr, "relaysim shrink: write timeline: %v\n", err)
+		} else {
+			fmt.Fprintf(stdout, "timeline:    %s (open it in a browser)\n", f.timeline)
+		}
+	}
+	if sf.equiv {
+		fmt.Fprintf(stdout, "mode equivalence FAILED for seed %s (calm variant, shrunk)\nviolated: %s\n", f.cfg.Seed, res.Violation)
+		for _, r := range res.Modes {
+			fmt.Fprintf(stdout, "%-7s trace-hash %s\n", r.Config.Mode, r.TraceHash)
+		}
+		fmt.Fprintf(stdout, "replay:  %s\n", replay)
+		return exitFail
+	}
+	fmt.Fprint(stdout, Banner(res.Final, replay, ""))
+	fmt.Fprintf(stdout, "trace-hash: %s\n", res.Final.TraceHash)
+	return exitCode(res.Final)
+}
+
+// printShrink prints what the shrink did and the run it left.
+func printShrink(w io.Writer, res *sim.ShrinkResult, story string) {
+	c := res.Config
+	fmt.Fprintf(w, "relaysim shrink seed=%s mode=%s property=%s\n", c.Seed, c.Mode, res.Property)
+	fmt.Fprintf(w, "before:      %s\n", res.Before)
+	fmt.Fprintf(w, "after:       %s\n", res.After)
+	spent := ""
+	if res.OutOfBudget {
+		spent = " (stopped by the budget: it may shrink further)"
+	}
+	fmt.Fprintf(w, "took:        %s, %d candidate runs%s\n", res.Elapsed.Round(time.Millisecond), res.Runs, spent)
+	fmt.Fprintf(w, "shrunk run:  nodes=%d channels=%d scheduler=%s duration=%s drain=%s mix: %s\n", c.Nodes, c.ChannelsPerPeer, schedulerName(c), c.Duration, c.Drain, mixOf(c))
+	const most = 40
+	for i, a := range c.Actions {
+		if i == most {
+			fmt.Fprintf(w, "  ... and %d more actions\n", len(c.Actions)-most)
+			break
+		}
+		fmt.Fprintf(w, "  action %8s  %s\n", a.At, a)
+	}
+	for i, fl := range c.Faults {
+		if i == most {
+			fmt.Fprintf(w, "  ... and %d more faults\n", len(c.Faults)-most)
+			break
+		}
+		fmt.Fprintf(w, "  fault  %8s  %s\n", fl.At, fl)
+	}
+	if story != "" {
+		fmt.Fprintf(w, "story:       %s\n", story)
+	}
+}
+
+func schedulerName(c sim.Config) string {
+	if c.Scheduler == "exhaustive" {
+		return "first-picks"
+	}
+	return c.Scheduler
+}
+
+func mixOf(c sim.Config) string {
+	if c.Mix == nil {
+		return "drawn"
+	}
+	m := *c.Mix
+	var parts []string
+	for _, r := range []struct {
+		name string
+		p    float64
+	}{{"drop-req", m.DropRequest}, {"drop-resp", m.DropResponse}, {"dup", m.Duplicate}, {"delay", m.Delay}, {"redis-err", m.RedisError}, {"recv-break", m.RecvBreak}} {
+		if r.p > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%.3f", r.name, r.p))
+		}
+	}
+	if len(parts) == 0 {
+		return "no per-op faults"
+	}
+	return strings.Join(parts, " ")
+}
+
+// shrinkCommand is the command that shrinks this seed again.
+func shrinkCommand(f *runFlags) string {
+	return shrinkOf(replayCommand(f))
+}
+
+// writeStory writes the shrunk run as a story (formatStory) to path.
+func writeStory(path string, res *sim.ShrinkResult, command string) error {
+	c := res.Config
+	comment := fmt.Sprintf("Shrunk by: %s\nIt violates %s (%s -> %s).\n%s", command, res.Property, res.Before, res.After, res.Violation)
+	if res.Modes != nil {
+		comment += "\nA mode-equivalence failure: the story is the calm variant in one mode; the modes disagree."
+		c = c.CalmVariant(c.Mode)
+	}
+	text, err := formatStory(c, comment)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+// shrinkProgress is the shrink's progress line on a terminal (nothing
+// elsewhere), or with -v a line per stage and kept candidate.
+type shrinkProgress struct {
+	w       io.Writer
+	tty     bool
+	verbose bool
+	shown   bool
+}
+
+func newShrinkProgress(w io.Writer, verbose bool) *shrinkProgress {
+	return &shrinkProgress{w: w, tty: stderrIsTerminal(w) && !verbose, verbose: verbose}
+}
+
+func (p *shrinkProgress) update(s sim.ShrinkProgress) {
+	line := fmt.Sprintf("shrink: %s: actions=%d faults=%d nodes=%d users=%d, %d runs, %s",
+		s.Stage, s.Size.Actions, s.Size.Faults, s.Size.Nodes, s.Size.Users, s.Runs, s.Elapsed.Round(time.Second))
+	switch {
+	case p.verbose && s.Tried != "":
+		fmt.Fprintf(p.w, "shrink: %s: candidate %d refused: %s\n", s.Stage, s.Runs, s.Tried)
+	case s.Tried != "":
+	case p.verbose:
+		fmt.Fprintln(p.w, line)
+	case p.tty:
+		p.shown = true
+		fmt.Fprintf(p.w, "\r%s\x1b[K", line)
+	}
+}
+
+func (p *shrinkProgress) finish() {
+	if p.shown {
+		fmt.Fprintln(p.w)
+	}
+}
