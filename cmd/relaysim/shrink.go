@@ -91,11 +91,20 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%-7s trace-hash %s\n", r.Config.Mode, r.TraceHash)
 		}
 		fmt.Fprintf(stdout, "replay:  %s\n", replay)
+		var hashes []string
+		for _, r := range res.Modes {
+			hashes = append(hashes, r.TraceHash)
+		}
+		writeSummary(stdout, runSummary{Summary: classViolation, Exit: exitFail, Command: "shrink", Seed: f.cfg.Seed.String(), Mode: "all",
+			Violations: []string{res.Property}, TraceHash: strings.Join(hashes, " "), Replay: replay})
+		fmt.Fprintf(stdout, "equiv-hashes: %s\n", strings.Join(hashes, " "))
 		return exitFail
 	}
 	fmt.Fprint(stdout, Banner(res.Final, replay, ""))
+	code := exitCode(res.Final)
+	printSummary(stdout, "shrink", res.Final, code, replay)
 	fmt.Fprintf(stdout, "trace-hash: %s\n", res.Final.TraceHash)
-	return exitCode(res.Final)
+	return code
 }
 
 // printShrink prints what the shrink did and the run it left.
