@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore
+.PHONY: shrink-table all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore
 
 all: lint test
 
@@ -90,3 +90,12 @@ FUZZTIME ?= 1m
 FUZZ_ONLY ?= .
 fuzz:
 	.ci/fuzz $(FUZZTIME) '$(FUZZ_ONLY)'
+
+## shrink-table: shrink sweep-caught catalog mutants under their overlays
+## (mutants/shrink-table.sh) and print BENCHMARKS.md's "Shrinking (issue 20)"
+## table. SHRINK_MUTANTS names them; SHRINK_BUDGET bounds each shrink.
+SHRINK_MUTANTS ?= gap-not-filled catch-up-redelivers-last no-dedup executor-max-off-by-one idempotency-key-ignored keepalive-never-retires stream-writer-not-woken stream-link-seq-per-stream task-panic-nil-map relay-deadline-too-short
+shrink-table:
+	mkdir -p out
+	SHRINK_BUDGET=$(SHRINK_BUDGET) sh mutants/shrink-table.sh $(SHRINK_MUTANTS) | tee out/shrink-table.md
+SHRINK_BUDGET ?= 3m

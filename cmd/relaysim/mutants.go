@@ -25,7 +25,7 @@ func cmdMutants(args []string, stdout, stderr io.Writer) int {
 	list := fs.Bool("list", false, "list the catalog and exit")
 	jobs := fs.Int("j", 1, "mutants run in parallel (seconds to catch grow with it)")
 	rotate := fs.String("rotate", "", "run only part i of n of the selection (i/n), for CI")
-	overlay := fs.Bool("overlay", false, "write the selected mutants' overlays and print one line per mutant (name, overlay path, property, extra flags); run nothing")
+	overlay := fs.Bool("overlay", false, "write the selected mutants' overlays and print one tab-separated line per mutant (name, overlay path, property, suite, modes, extra flags); run nothing")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
@@ -87,7 +87,7 @@ func writeOverlays(ms []*mutants.Mutant, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "relaysim mutants: %v\n", err)
 			return exitFail
 		}
-		fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", m.Name, o, m.Property, m.Suite, strings.Join(m.Args, " "))
+		fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, o, m.Property, m.Suite, strings.Join(m.RunModes(), ","), strings.Join(m.Args, " "))
 	}
 	return exitOK
 }

@@ -1,0 +1,79 @@
+#!/bin/sh
+# shrink-table.sh: for each named sweep mutant of the catalog, build the
+# relay with the mutant's overlay (as the mutants harness does), find the
+# first failing run (seeds 1, 2, ... in the mutant's modes, then the
+# seed's mode-equivalence check, as the sweep suite orders them), shrink
+# it with `relaysim shrink` (-equiv for an equivalence failure) and print
+# a Markdown row: sizes before -> after and the shrink's wall time.
+#
+#   make shrink-table SHRINK_MUTANTS="gap-not-filled no-dedup"
+#
+# One mutant at a time, one run at a time (-j 1 in spirit): the numbers
+# are for a shared 2-core machine. Env: SHRINK_BUDGET (default 3m),
+# SHRINK_SEEDS (how many seeds to look through, default 20), OUT (a
+# directory for the binaries and outputs, default out/shrink-table).
+set -eu
+budget=${SHRINK_BUDGET:-3m}
+seeds=${SHRINK_SEEDS:-20}
+out=${OUT:-out/shrink-table}
+mkdir -p "$out"
+go build -o "$out/relaysim" ./cmd/relaysim
+echo "| mutant | property | failing run | actions | faults | nodes | users | trace lines | runs | shrink |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+for m in "$@"; do
+	line=$("$out/relaysim" mutants -only "$m" -overlay)
+	overlay=$(printf '%s' "$line" | cut -f2)
+	prop=$(printf '%s' "$line" | cut -f3)
+	suite=$(printf '%s' "$line" | cut -f4)
+	modes=$(printf '%s' "$line" | cut -f5 | tr , ' ')
+	args=$(printf '%s' "$line" | cut -f6)
+	if [ "$suite" != sweep ]; then
+		echo "| $m | $prop | - (suite $suite: not a sweep mutant) | | | | | | | |"
+		continue
+	fi
+	bin="$out/$m"
+	go build -overlay="$overlay" -o "$bin" ./cmd/relaysim
+	found=""
+	s=1
+	while [ -z "$found" ] && [ "$s" -le "$seeds" ]; do
+		seed=$(printf '0x%x' "$s")
+		for mode in $modes; do
+			# shellcheck disable=SC2086
+			if "$bin" run -seed "$seed" -mode "$mode" $args 2>/dev/null | grep -q "\"violations\":\[[^]]*\"$prop\""; then
+				found="$seed $mode"
+				break
+			fi
+		done
+		# shellcheck disable=SC2086
+		if [ -z "$found" ] && "$bin" equiv -seed "$seed" $args 2>/dev/null | grep -q "\"violations\":\[[^]]*\"$prop\""; then
+			found="$seed equiv"
+		fi
+		s=$((s + 1))
+	done
+	if [ -z "$found" ]; then
+		echo "| $m | $prop | none in seeds 1-$seeds | | | | | | | |"
+		continue
+	fi
+	seed=${found% *}
+	mode=${found#* }
+	if [ "$mode" = equiv ]; then
+		sel="-equiv"
+		run="equiv -seed $seed"
+	else
+		sel="-mode $mode"
+		run="$mode -seed $seed"
+	fi
+	# shellcheck disable=SC2086
+	"$bin" shrink -seed "$seed" $sel $args -property "$prop" -budget "$budget" >"$out/$m.txt" 2>"$out/$m.err" || true
+	before=$(grep '^before:' "$out/$m.txt" || true)
+	after=$(grep '^after:' "$out/$m.txt" || true)
+	if [ -z "$after" ]; then
+		echo "| $m | $prop | $run | shrink failed: $(tail -1 "$out/$m.err") | | | | | | |"
+		continue
+	fi
+	v() { printf '%s' "$1" | sed -n "s/.* $2=\([0-9]*\).*/\1/p"; }
+	took=$(sed -n 's/^took: *\([^,]*\), \([0-9]*\) candidate runs.*/\1 \2/p' "$out/$m.txt")
+	budgeted=""
+	grep -q 'stopped by the budget' "$out/$m.txt" && budgeted=" (budget)"
+	echo "| $m | $prop | $run $args | $(v "$before" actions) → $(v "$after" actions) | $(v "$before" faults) → $(v "$after" faults) | $(v "$before" nodes) → $(v "$after" nodes) | $(v "$before" users) → $(v "$after" users) | $(v "$before" trace-lines) → $(v "$after" trace-lines) | ${took#* } | ${took% *}$budgeted |"
+done
