@@ -72,3 +72,13 @@ func TestWholeTraceRunsAgain(t *testing.T) {
 	assert.Contains(t, banner, "(abc123)")
 	assert.Same(t, again, WholeTrace(t, again), "a whole trace is not run again")
 }
+
+// The shrink command, when given, follows the replay command; without it
+// the banner has no shrink line.
+func TestReportShrinkLine(t *testing.T) {
+	rep := Report{Headline: "relaysim FAILED", TraceHash: "h", Replay: []string{"replay-cmd", "why"}, Shrink: "shrink-cmd", Commit: "c"}
+	s := rep.String()
+	assert.Contains(t, s, "replay:  replay-cmd\n         why\nshrink:  shrink-cmd\nnote:    c\n")
+	rep.Shrink = ""
+	assert.NotContains(t, rep.String(), "shrink:")
+}

@@ -20,7 +20,7 @@ type Config struct {
 	WorkloadConfig
 	// Drain is the liveness phase's length (60 s, as in the seeds).
 	Drain     time.Duration
-	Scheduler string // random | pct | exhaustive
+	Scheduler string // random | pct | exhaustive | first (the first ready op, no delay: the shrinker's)
 	PCTDepth  int
 	Bounds    FaultBounds
 	Executor  system.ExecutorConfig
@@ -181,9 +181,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("bad pool sizes core=%d max=%d queue=%d", c.Executor.Core, c.Executor.Max, c.Executor.Queue)
 	}
 	switch c.Scheduler {
-	case "random", "pct", "exhaustive":
+	case "random", "pct", "exhaustive", "first":
 	default:
-		return fmt.Errorf("unknown scheduler %q (want random, pct or exhaustive)", c.Scheduler)
+		return fmt.Errorf("unknown scheduler %q (want random, pct, exhaustive or first)", c.Scheduler)
 	}
 	return nil
 }

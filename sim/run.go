@@ -235,6 +235,8 @@ func newStrategy(cfg Config) Strategy {
 		return dst.NewPCT(cfg.Seed.Derive("scheduler"), cfg.PCTDepth, 20000, 50*time.Millisecond)
 	case cfg.Scheduler == "exhaustive":
 		return &Exhaustive{Bound: 2}
+	case cfg.Scheduler == "first":
+		return dst.First{}
 	}
 	ch := cfg.Chooser
 	if ch == nil {

@@ -479,14 +479,14 @@ func (s *shrinker) duration(stage string) {
 	}
 }
 
-// schedule tries the first-pick schedule: every ready op in key order,
-// none delayed (the exhaustive strategy's first schedule).
+// schedule tries the first-pick schedule (scheduler "first"): every
+// ready op in key order, none delayed.
 func (s *shrinker) schedule(stage string) {
-	if s.opt.KeepSchedule || s.cur.Scheduler == "exhaustive" || s.cur.Chooser != nil {
+	if s.opt.KeepSchedule || s.cur.Scheduler == "first" || s.cur.Scheduler == "exhaustive" || s.cur.Chooser != nil {
 		return
 	}
 	c := s.cur
-	c.Scheduler, c.Exhaustive = "exhaustive", nil
+	c.Scheduler = "first"
 	s.try(stage, c)
 }
 

@@ -46,7 +46,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.StringVar(&f.mode, "mode", "bulk", "relay mode: single, bulk or stream (capped per pair of nodes by the protocol versions both speak)")
 	fs.StringVar(&f.versions, "versions", "", "relay protocol version of each node, from n1: e.g. v1,v2,v3 (default: every node the latest, v3)")
 	fs.StringVar(&f.upgrade, "upgrade", "", "run the seed as a rolling upgrade FROM:TO, e.g. v1:v3: every node starts at FROM and is restarted with TO one at a time during the load phase")
-	fs.StringVar(&f.scheduler, "scheduler", "random", "scheduler: random, pct or exhaustive")
+	fs.StringVar(&f.scheduler, "scheduler", "random", "scheduler: random, pct, exhaustive or first (the first ready op, no delays: what shrink prefers)")
 	fs.StringVar(&f.trace, "trace", "", "write the whole trace to this file")
 	fs.StringVar(&f.history, "history", "", "write the run's history (client events, deliveries, faults, tasks, samples, room logs) to this file as JSON lines, streamed")
 	fs.StringVar(&f.timeline, "timeline", "", "write the run as a self-contained HTML timeline to this file (lanes per client, node and Redis; faults; the violation's evidence)")

@@ -118,7 +118,7 @@ func printShrink(w io.Writer, res *sim.ShrinkResult, story string) {
 		spent = " (stopped by the budget: it may shrink further)"
 	}
 	fmt.Fprintf(w, "took:        %s, %d candidate runs%s\n", res.Elapsed.Round(time.Millisecond), res.Runs, spent)
-	fmt.Fprintf(w, "shrunk run:  nodes=%d channels=%d scheduler=%s duration=%s drain=%s mix: %s\n", c.Nodes, c.ChannelsPerPeer, schedulerName(c), c.Duration, c.Drain, mixOf(c))
+	fmt.Fprintf(w, "shrunk run:  nodes=%d channels=%d scheduler=%s duration=%s drain=%s mix: %s\n", c.Nodes, c.ChannelsPerPeer, c.Scheduler, c.Duration, c.Drain, mixOf(c))
 	const most = 40
 	for i, a := range c.Actions {
 		if i == most {
@@ -137,13 +137,6 @@ func printShrink(w io.Writer, res *sim.ShrinkResult, story string) {
 	if story != "" {
 		fmt.Fprintf(w, "story:       %s\n", story)
 	}
-}
-
-func schedulerName(c sim.Config) string {
-	if c.Scheduler == "exhaustive" {
-		return "first-picks"
-	}
-	return c.Scheduler
 }
 
 func mixOf(c sim.Config) string {

@@ -157,7 +157,8 @@ func (e *Exhaustive) Next() bool {
 
 // First always runs the lowest-keyed ready op: the explorer's runs use it
 // outside their explored window (setup, and the liveness phase after the
-// horizon).
+// horizon), and a run's scheduler "first" is it, the schedule with no
+// choice in it that the shrinker prefers.
 type First struct{}
 
 func (First) Name() string { return "first" }
