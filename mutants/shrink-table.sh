@@ -16,12 +16,16 @@ set -eu
 budget=${SHRINK_BUDGET:-3m}
 seeds=${SHRINK_SEEDS:-20}
 out=${OUT:-out/shrink-table}
-mkdir -p "$out"
+mkdir -p "$out/tmp"
+out=$(cd "$out" && pwd)
 go build -o "$out/relaysim" ./cmd/relaysim
 echo "| mutant | property | failing run | actions | faults | nodes | users | trace lines | runs | shrink |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for m in "$@"; do
-	line=$("$out/relaysim" mutants -only "$m" -overlay)
+	# The overlay goes under $out, not the shared temporary directory
+	# (mutants.Dir): another checkout applying the same mutant there
+	# would point the overlay at its own files.
+	line=$(TMPDIR="$out/tmp" "$out/relaysim" mutants -only "$m" -overlay)
 	overlay=$(printf '%s' "$line" | cut -f2)
 	prop=$(printf '%s' "$line" | cut -f3)
 	suite=$(printf '%s' "$line" | cut -f4)
