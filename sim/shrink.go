@@ -27,9 +27,11 @@ type ShrinkOptions struct {
 	// Property is the property the shrunk run must still violate (empty:
 	// the first violation's).
 	Property string
-	// Equiv shrinks the configuration's calm variant while the relay
-	// modes still disagree on Property (Equivalence; empty Property: the
-	// first differential violation's).
+	// Equiv shrinks the configuration's calm variant while its
+	// equivalence check (Equivalence: every mode's calm run) still fails
+	// on Property: the modes disagree, or a mode's calm run violates it
+	// (empty Property: the first differential violation's, else the first
+	// mode's first).
 	Equiv bool
 	// MaxRuns bounds the candidate runs (0: no bound).
 	MaxRuns int
@@ -189,6 +191,8 @@ func (s *shrinker) run(cfg Config) (*Result, []model.Violation, error) {
 		if err := runErr(r); err != nil {
 			return runs[0], nil, fmt.Errorf("%s: %w", r.Config.Mode, err)
 		}
+		// The equivalence check fails on a calm run's own violation too.
+		vs = append(vs, r.Violations...)
 	}
 	s.modes = runs
 	return runs[0], vs, nil
