@@ -35,6 +35,10 @@ func TestShrinkACatalogMutant(t *testing.T) {
 	out, err := exec.Command("go", "build", "-overlay="+overlay, "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
+	// The failing run's banner names the shrink command, overlay included.
+	run, _ := exec.Command(bin, "run", "-seed", "0x1", "-mode", "single").Output()
+	assert.Contains(t, string(run), "shrink:  go run -overlay="+overlay+" ./cmd/relaysim shrink -seed 0x1 -mode single\n")
+
 	cmd := exec.Command(bin, "shrink", "-seed", "0x1", "-mode", "single", "-max-runs", "300")
 	cmd.Env = append(os.Environ(), mutants.OverlayEnv+"=") // the binary sets it itself
 	b, err := cmd.Output()
