@@ -267,6 +267,7 @@ func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.
 	if c == nil {
 		return "", nil, nil, false, nil, errNoCluster
 	}
+	c.FinalCountsOnly = true
 	c.ArmExplore()
 	for _, s := range steps {
 		if err := s.issue(env); err != nil {

@@ -117,8 +117,12 @@ func TestExploreReducedMatchesNaive(t *testing.T) {
 		long  func(system.Mode) bool // the naive search is too long for go test
 	}{
 		{"send-races-join", 1, func(system.Mode) bool { return false }},
-		{"broken-stream-resend", 0, func(m system.Mode) bool { return m == system.ModeStream }}, // 4,800 naive schedules
-		{"crash-during-fanout", 0, func(system.Mode) bool { return true }},                      // a crash step disables ops
+		{"broken-stream-resend", 0, func(system.Mode) bool { return false }},
+		{"user-moves", 0, func(system.Mode) bool { return false }},
+		{"two-senders", 0, func(m system.Mode) bool { return m != system.ModeBulk }}, // 1,596 naive schedules in single
+		{"crash-during-fanout", 0, func(system.Mode) bool { return true }},           // a crash step disables ops
+		{"send-races-leave", 1, func(system.Mode) bool { return true }},
+		{"send-races-join", 2, func(system.Mode) bool { return true }},
 	} {
 		for _, mode := range system.Modes {
 			t.Run(tc.story+"/"+string(mode), func(t *testing.T) {
