@@ -155,9 +155,9 @@ func (e *Explorer) Arm(s *Scheduler) {
 // Disarm ends the choices of this run (the horizon): a last level offers
 // the lazy ops still parked (a crash at the end), then the run goes on
 // with default picks and no events.
-func (e *Explorer) Disarm(s *Scheduler) {
+func (e *Explorer) Disarm(s *Scheduler) (fired bool) {
 	if !e.armed {
-		return
+		return false
 	}
 	s.lock <- struct{}{}
 	var lazy []*Op
@@ -170,12 +170,14 @@ func (e *Explorer) Disarm(s *Scheduler) {
 	if len(lazy) > 0 && e.blocked < 0 {
 		if op := e.barrierChoice(lazy); op != nil {
 			e.fire(s, op)
+			fired = true
 		}
 	}
 	if e.depth < len(e.prefix) && e.Divergence == nil {
 		e.Divergence = fmt.Errorf("replay diverged: the run ended after %d choices of the %d it should repeat", e.depth, len(e.prefix))
 	}
 	e.armed = false
+	return fired
 }
 
 // exploreStep makes one choice at a quiet point; false when nothing runs
