@@ -49,7 +49,7 @@ mutants:
 
 ## explore: the model checker's long checks and measurements: every story's
 ## search naive vs reduced at bounds 1-3 and with a crash budget (each capped
-## at EXPLORE_CAP of wall time), the long soundness comparison, and a
+## at EXPLORE_CAP of CPU time), the long soundness comparison, and a
 ## commutation check of 40 op pairs per story and mode with a fresh seed.
 ## The table lands in out/explore-bench.md (BENCHMARKS.md quotes it).
 EXPLORE_CAP ?= 30s

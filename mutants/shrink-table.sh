@@ -11,11 +11,13 @@
 # One mutant at a time, one run at a time (-j 1 in spirit): the numbers
 # are for a shared 2-core machine. Env: SHRINK_BUDGET (default 3m),
 # SHRINK_SEEDS (how many seeds to look through, default 20), OUT (a
-# directory for the binaries and outputs, default out/shrink-table).
+# directory for the binaries, overlays and outputs, default
+# out/_shrink-table: the overlays' mutated .go files must stay out of
+# ./... , which skips directories whose names start with an underscore).
 set -eu
 budget=${SHRINK_BUDGET:-3m}
 seeds=${SHRINK_SEEDS:-20}
-out=${OUT:-out/shrink-table}
+out=${OUT:-out/_shrink-table}
 mkdir -p "$out/tmp"
 out=$(cd "$out" && pwd)
 go build -o "$out/relaysim" ./cmd/relaysim

@@ -267,6 +267,7 @@ func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.
 	if c == nil {
 		return "", nil, nil, false, nil, errNoCluster
 	}
+	c.FinalCountsOnly = true
 	c.ArmExplore()
 	for _, s := range steps {
 		if err := s.issue(env); err != nil {
@@ -288,8 +289,8 @@ func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.
 	h.FaultFree = !faulted && sim.OnlyRefusals(h.Faults)
 	vs = model.Check(h)
 	if len(vs) > 0 {
-		lines := strings.Split(strings.TrimRight(c.Trace.Text(), "\n"), "\n")
-		trace = lines[max(0, len(lines)-80):]
+		// The search keeps only the trace's tail (a replay keeps it all).
+		trace = c.Trace.Tail(80)
 	}
 	return terminalState(h, vs), vs, trace, faulted, h, nil
 }

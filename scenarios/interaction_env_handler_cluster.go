@@ -78,7 +78,7 @@ func (e *Env) handleCluster(a *args) (string, error) {
 		// bounds below still come from the cost model, so timely delivery
 		// keeps its bound.
 		cfg.Strategy, cfg.Explorer, cfg.NoRecoveryTraffic = dst.First{}, e.explorer, true
-		cfg.Trace = sim.NewTrace(false, 200)
+		cfg.Trace = sim.NewTrace(e.explorer.Replay != nil, 200) // a replay keeps it all
 		// Workers above core retire after 1 s (not 10): the drain after
 		// the horizon waits out the keep-alive, and every schedule pays it.
 		cfg.Executor.KeepAlive = time.Second

@@ -87,6 +87,10 @@ type Cluster struct {
 	rec    *recorder
 	faults faultState
 	Stats  Stats
+	// FinalCountsOnly counts goroutines only at the drain's last sample,
+	// not at those on the way (each count unwinds every goroutine's stack:
+	// the largest cost of a model checker's schedule, whose drain is short).
+	FinalCountsOnly bool
 	// coverage counts what the run's Coverage reports (coverage.go).
 	coverage coverage
 	seeds    struct{ faults, cost Seed }

@@ -209,10 +209,14 @@ func (c *Cluster) ArmExplore() {
 	}
 }
 
-// DisarmExplore ends the choices at the story's horizon.
+// DisarmExplore ends the choices at the story's horizon. A crash the
+// explorer fires there runs to its end before DisarmExplore returns: the
+// liveness phase that follows restarts crashed nodes, and must not start
+// before the crash has (it would find the node up, and clients
+// reconnecting to it would meet the crash).
 func (c *Cluster) DisarmExplore() {
-	if e := c.cfg.Explorer; e != nil {
-		e.Disarm(c.Sched)
+	if e := c.cfg.Explorer; e != nil && e.Disarm(c.Sched) {
+		c.Sched.RunFor(0)
 	}
 }
 

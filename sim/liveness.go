@@ -35,7 +35,7 @@ func (c *Cluster) Drain(d, every time.Duration) error {
 func (c *Cluster) runSampled(end, every time.Duration) {
 	for c.Now() < end {
 		c.Sched.RunUntil(min(end, c.Now()+every))
-		c.Sample(false, true)
+		c.Sample(false, !c.FinalCountsOnly)
 	}
 }
 

@@ -155,9 +155,9 @@ func (e *Explorer) Arm(s *Scheduler) {
 // Disarm ends the choices of this run (the horizon): a last level offers
 // the lazy ops still parked (a crash at the end), then the run goes on
 // with default picks and no events.
-func (e *Explorer) Disarm(s *Scheduler) {
+func (e *Explorer) Disarm(s *Scheduler) (fired bool) {
 	if !e.armed {
-		return
+		return false
 	}
 	s.lock <- struct{}{}
 	var lazy []*Op
@@ -170,12 +170,14 @@ func (e *Explorer) Disarm(s *Scheduler) {
 	if len(lazy) > 0 && e.blocked < 0 {
 		if op := e.barrierChoice(lazy); op != nil {
 			e.fire(s, op)
+			fired = true
 		}
 	}
 	if e.depth < len(e.prefix) && e.Divergence == nil {
 		e.Divergence = fmt.Errorf("replay diverged: the run ended after %d choices of the %d it should repeat", e.depth, len(e.prefix))
 	}
 	e.armed = false
+	return fired
 }
 
 // exploreStep makes one choice at a quiet point; false when nothing runs
@@ -268,7 +270,12 @@ func (e *Explorer) newLevel(ready, lazy []*Op, barrier bool) *level {
 	}
 	for _, op := range ready {
 		l.enabled = append(l.enabled, infoOf(op))
-		if from[op.parent] {
+		// The chain goes on with one op: the lowest key the last event
+		// parked (ready is in key order). Its siblings are new chains, and
+		// starting one while it can go on is a preemption, as starting a
+		// new thread is in CHESS: so a bounded search has no free choice
+		// that BPOR's switch points would not see.
+		if from[op.parent] && len(l.chain) == 0 {
 			l.chain[op.Key] = true
 		}
 	}
@@ -783,6 +790,9 @@ func (e *Explorer) reverse(evs []event, i, j int) {
 		k = next
 	}
 	var cands []string
+	if c != "" && e.Bound >= 0 {
+		e.addFree(evs, i, j)
+	}
 	if c != "" {
 		cands = []string{c}
 	} else {
@@ -806,6 +816,57 @@ func (e *Explorer) reverse(evs []event, i, j int) {
 			}
 		}
 		_ = ok
+	}
+}
+
+// startOf is the choice at the level of event s that starts j's side of
+// a reversal: j's own op if that very instance was parked there, else the
+// ancestor of j that was ("" when none was).
+func (e *Explorer) startOf(evs []event, s, j int) string {
+	l := e.tree[evs[s].level]
+	for k := j; k > s; {
+		ek := evs[k]
+		if ci, ok := l.info(ek.key); ok && ci.parent == ek.parent && ek.parent < s {
+			if k != j {
+				return ek.key // an ancestor starts plainly
+			}
+			return ek.choice
+		}
+		next := max(ek.parent, ek.prev)
+		if next <= s {
+			break
+		}
+		k = next
+	}
+	return ""
+}
+
+// addFree is BPOR's conservative point, for causal chains: under a bound,
+// reversing the race (i, j) at i's level may cost a preemption the bound
+// does not allow, while an earlier level offered j's side for free (the
+// chain was empty there, or j's side was one of several continuations of
+// it). The latest such level before i gets j's side too.
+func (e *Explorer) addFree(evs []event, i, j int) {
+	for s := i - 1; s >= 0; s-- {
+		es := evs[s]
+		if es.all {
+			return
+		}
+		if es.level < 0 {
+			continue
+		}
+		c := e.startOf(evs, s, j)
+		if c == "" {
+			continue
+		}
+		l := e.tree[es.level]
+		key, _ := splitChoice(c)
+		if ci, _ := l.info(key); ci.lazy || len(l.chain) == 0 || l.chain[key] {
+			if l.chosen != c {
+				e.add(es.level, c)
+			}
+			return
+		}
 	}
 }
 
