@@ -29,6 +29,10 @@ func TestShrinkACatalogMutant(t *testing.T) {
 	require.NoError(t, err)
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
+	// The mutant's files go under the test's own directory: another
+	// checkout applying the same mutant in the shared one would point the
+	// overlay at its files.
+	t.Setenv("TMPDIR", t.TempDir())
 	overlay, err := mutants.Apply(root, ms[0])
 	require.NoError(t, err)
 	bin := filepath.Join(t.TempDir(), "relaysim")
