@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim"
 )
 
@@ -169,8 +171,20 @@ func writeStory(path string, res *sim.ShrinkResult, command string) error {
 	c := res.Config
 	comment := fmt.Sprintf("Shrunk by: %s\nIt violates %s (%s -> %s).\n%s", command, res.Property, res.Before, res.After, res.Violation)
 	if res.Modes != nil {
-		comment += "\nA mode-equivalence failure: the story is the calm variant in one mode; the modes disagree."
-		c = c.CalmVariant(c.Mode)
+		// The calm run that violates the property itself, if one does;
+		// else the first mode's, which only disagrees with the others.
+		c = res.Modes[0].Config
+		found := false
+		for _, r := range res.Modes {
+			if slices.ContainsFunc(r.Violations, func(v model.Violation) bool { return v.Property == res.Property }) {
+				c, found = r.Config, true
+				break
+			}
+		}
+		if !found {
+			comment += "\nA mode-equivalence failure: this is the calm run in one mode, which holds on its own; the modes disagree (relaysim equiv)."
+		}
+		c.KeepTrace = false
 	}
 	text, err := formatStory(c, comment)
 	if err != nil {
