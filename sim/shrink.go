@@ -173,6 +173,7 @@ type shrinker struct {
 	start time.Time
 	spent bool
 	modes []*Result
+	kept  int // candidates kept
 }
 
 // run runs cfg (under Equiv: its calm variant in every mode) and returns
@@ -224,6 +225,7 @@ func (s *shrinker) try(stage string, cand Config) bool {
 		return false
 	}
 	s.cur, s.size = cand, sizeOf(cand, r)
+	s.kept++
 	s.report(stage)
 	return true
 }
@@ -265,14 +267,27 @@ func (s *shrinker) report(stage string) {
 // failure needs the seed's schedule, the schedule stage at the end tries
 // again on the shrunk run.
 func (s *shrinker) stages() {
-	for _, st := range []struct {
+	type stage struct {
 		name string
 		do   func(stage string)
-	}{
+	}
+	run := func(sts []stage) {
+		for _, st := range sts {
+			if s.out() {
+				return
+			}
+			s.report(st.name)
+			st.do(st.name)
+		}
+	}
+	run([]stage{
 		{"schedule", s.schedule},
 		{"users", s.users},
 		{"actions", s.actions},
 		{"bursts", s.bursts},
+	})
+	kept := s.kept
+	run([]stage{
 		{"faults", s.faults},
 		{"fault-lengths", s.faultLengths},
 		{"mix", s.mix},
@@ -280,12 +295,15 @@ func (s *shrinker) stages() {
 		{"channels", s.channels},
 		{"duration", s.duration},
 		{"schedule", s.schedule},
-	} {
-		if s.out() {
-			return
-		}
-		s.report(st.name)
-		st.do(st.name)
+	})
+	// Actions that only mattered with a fault, a rate, a node or a
+	// schedule now gone may go too: one more pass over the workload and
+	// the faults when those stages kept anything.
+	if s.kept > kept && len(s.cur.Actions) > 1 {
+		run([]stage{
+			{"actions-again", s.actions},
+			{"faults-again", s.faults},
+		})
 	}
 }
 
