@@ -301,5 +301,3 @@ func FuzzParseMix(f *testing.F) {
 		}
 	})
 }
-
-
