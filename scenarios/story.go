@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -361,6 +362,13 @@ func (e *storyEnv) play(text string, run func(sim.Config) *sim.Result) (err erro
 			err = fmt.Errorf("%s", strings.ReplaceAll(string(pe), "<string>", e.name))
 		}
 	}()
+	if !flag.Parsed() {
+		// Outside a test (relaysim replay -story) datadriven asks
+		// testing.Verbose, which wants the testing flags registered and
+		// parsed; dst's bubble runner does the same.
+		testing.Init()
+		_ = flag.CommandLine.Parse(nil)
+	}
 	var ferr error
 	datadriven.RunTestFromStringAny(parseTB{}, text, func(_ testing.TB, d *datadriven.TestData) string {
 		if ferr == nil {
