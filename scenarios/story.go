@@ -310,7 +310,7 @@ func cmpOr(s, def string) string {
 // (name is for errors, which name the file's line). It runs nothing.
 func ParseStory(name, text string) (sim.Config, error) {
 	e := &storyEnv{name: name}
-	if err := e.play(text, nil); err != nil {
+	if err := e.play(text); err != nil {
 		return sim.Config{}, err
 	}
 	return e.cfg, nil
@@ -350,16 +350,17 @@ type storyEnv struct {
 	run func(cfg sim.Config) *sim.Result
 }
 
-// play reads text's commands (run: as storyEnv.run).
-func (e *storyEnv) play(text string, run func(sim.Config) *sim.Result) (err error) {
-	e.run = run
+// play reads text's commands; it runs nothing (check only validates).
+func (e *storyEnv) play(text string) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			pe, ok := r.(storyParseError)
-			if !ok {
-				panic(r)
+			// Only reading happens here (play runs nothing), so whatever
+			// datadriven could not take is a story it cannot read.
+			msg := fmt.Sprintf("<string>: cannot read it as a story: %v", r)
+			if pe, ok := r.(storyParseError); ok {
+				msg = string(pe)
 			}
-			err = fmt.Errorf("%s", strings.ReplaceAll(string(pe), "<string>", e.name))
+			err = fmt.Errorf("%s", strings.ReplaceAll(msg, "<string>", e.name))
 		}
 	}()
 	if !flag.Parsed() {
@@ -423,7 +424,7 @@ func (e *storyEnv) handle(d *datadriven.TestData) (string, error) {
 			return "", fmt.Errorf("schedule: %w", err)
 		}
 		return "", fmt.Errorf("schedule: a story's run follows its seed's %s scheduler, which cannot follow a schedule of op keys; "+
-			"a model checker's counterexample replays as a scenario file under explore (relaysim explore -scenario FILE -schedule FILE)", e.cfg.Scheduler)
+			"a model checker's counterexample is carried by its explore scenario file (schedule mode=M before the explore block) and replays under relaysim explore -scenario FILE", e.cfg.Scheduler)
 	case "check":
 		return e.handleCheck()
 	}

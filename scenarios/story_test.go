@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
@@ -131,6 +132,7 @@ func TestStoryErrors(t *testing.T) {
 		{"after check", head + "check\n----\nok\n\nmix none\n----\n", "bad.txt:8: mix after check"},
 		{"schedule", head + "schedule\n# relaysim schedule v1: x\nn1 task a\n----\n", "bad.txt:4: schedule: a story's run follows its seed's random scheduler"},
 		{"bad directive", head + "sim =x\n----\n", "bad.txt:4: cannot parse directive"},
+		{"subtest", head + "subtest a\n", "bad.txt"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := ParseStory("bad.txt", tc.text)
@@ -139,4 +141,35 @@ func TestStoryErrors(t *testing.T) {
 			assert.NotContains(t, err.Error(), "\n")
 		})
 	}
+}
+
+// TestScenarioCarriesSchedule: a schedule command in a scenario file makes
+// the next explore block, in the schedule's mode, replay that schedule
+// instead of searching (here the empty schedule: the default picks, one
+// run); in another mode the block searches. A choice the run never offers
+// is a divergence naming it.
+func TestScenarioCarriesSchedule(t *testing.T) {
+	story, err := Story("send-races-join")
+	require.NoError(t, err)
+	at := strings.Index(story, "\nexplore ")
+	require.Positive(t, at)
+	with := func(choices string) string {
+		return story[:at+1] + "schedule mode=bulk\n# relaysim schedule v1: one choice per line (op key, key!fault, or @tick)\n" + choices + "----\n\n" + story[at+1:]
+	}
+	play := func(mode system.Mode, text string) (rs []*ExploreReport, err error) {
+		synctest.Test(t, func(t *testing.T) { rs, err = ExploreText(t, "carried.txt", text, mode, DefaultExploreOptions()) })
+		return rs, err
+	}
+	rs, err := play(system.ModeBulk, with(""))
+	require.NoError(t, err)
+	require.Len(t, rs, 1)
+	assert.Equal(t, 1, rs[0].Schedules, "the carried schedule is replayed, not searched")
+	assert.False(t, rs[0].Exhausted)
+	rs, err = play(system.ModeSingle, with(""))
+	require.NoError(t, err)
+	assert.Greater(t, rs[0].Schedules, 1, "another mode searches")
+	_, err = play(system.ModeBulk, with("u9|client|a1 nothing\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "did not repeat itself")
+	assert.Contains(t, err.Error(), "u9|client|a1 nothing")
 }
