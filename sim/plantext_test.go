@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -300,4 +301,52 @@ func FuzzParseMix(f *testing.F) {
 			t.Fatalf("%q parsed to %+v, its format %q to %+v (%v)", text, m, out, n, err)
 		}
 	})
+}
+
+// TestPlanTextCoversEveryField: each field of Action, Fault (its Forgery
+// and Steal included) and FaultMix, set alone to a non-zero value,
+// round-trips, so a field added to one of them and not to its text form
+// fails here.
+func TestPlanTextCoversEveryField(t *testing.T) {
+	each := func(v reflect.Value, skip string, check func()) {
+		var walk func(v reflect.Value, path string)
+		walk = func(v reflect.Value, path string) {
+			for i := range v.NumField() {
+				f, name := v.Field(i), path+v.Type().Field(i).Name
+				if name == skip {
+					continue
+				}
+				old := reflect.ValueOf(f.Interface())
+				switch f.Kind() {
+				case reflect.Struct:
+					walk(f, name+".")
+					continue
+				case reflect.String:
+					f.SetString("zz")
+				case reflect.Int, reflect.Int64:
+					f.SetInt(3)
+				case reflect.Float64:
+					f.SetFloat(0.25)
+				case reflect.Bool:
+					f.SetBool(true)
+				default:
+					t.Fatalf("%s: a field of kind %s the test cannot set", name, f.Kind())
+				}
+				t.Run(name, func(*testing.T) { check() })
+				f.Set(old)
+			}
+		}
+		walk(v, "")
+	}
+	a := Action{At: time.Second, User: "u1", Kind: ActJoin, Room: "r1"}
+	each(reflect.ValueOf(&a).Elem(), "Kind", func() { roundTripAction(t, a) })
+	f := Fault{At: time.Second, Kind: model.FaultRouteFlush}
+	each(reflect.ValueOf(&f).Elem(), "Kind", func() { roundTripFault(t, f) })
+	var m FaultMix
+	each(reflect.ValueOf(&m).Elem(), "", func() {
+		got, err := ParseMix(FormatMix(m))
+		require.NoError(t, err)
+		require.Equal(t, m, got, FormatMix(m))
+	})
+	assert.Equal(t, reflect.TypeOf(m).NumField(), len(mixFields))
 }
