@@ -3,6 +3,7 @@ package scenarios
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -172,4 +173,77 @@ func TestScenarioCarriesSchedule(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "did not repeat itself")
 	assert.Contains(t, err.Error(), "u9|client|a1 nothing")
+}
+
+// TestStoryCarriesEveryKnob: each setting of sim.Config, changed alone
+// from the default, is carried by a story's sim line, so a knob added to
+// Config and not to the story fails here. What a story does not carry is
+// listed, with why.
+func TestStoryCarriesEveryKnob(t *testing.T) {
+	notCarried := map[string]string{
+		"WorkloadConfig.Nodes": "the run takes the cluster's Nodes",
+		"ChurnOnly":            "valid only with no fault bounds: TestStoryConfigRoundTrip's churn-only case",
+		"KeepTrace":            "output, not input", "History": "output", "OnRelease": "a hook", "OnLeftovers": "a hook", "OnEnd": "a hook", "RecordNode": "a hook",
+		"Chooser": "rapid's draws: named by a NOT CARRIED line", "Exhaustive": "a search's state: named by a NOT CARRIED line",
+		"FixedCost":           "named by a NOT CARRIED line",
+		"Executor.BeforeTask": "a hook", "Executor.AfterTask": "a hook", "Executor.OnPanic": "a hook", "Executor.OnSubmit": "a hook",
+		"Actions": "the actions block", "Faults": "the faults block", "Mix": "the mix command",
+	}
+	special := map[string]func(c *sim.Config){
+		"Mode":                 func(c *sim.Config) { c.Mode = system.ModeStream },
+		"Scheduler":            func(c *sim.Config) { c.Scheduler = "pct" },
+		"WorkloadConfig.Names": func(c *sim.Config) { c.Names = sim.NamesASCII },
+		"Versions":             func(c *sim.Config) { c.Versions = []int{1, 2} },
+		"Upgrade":              func(c *sim.Config) { c.Upgrade = &sim.Upgrade{From: 1, To: 3} },
+		"CPU": func(c *sim.Config) {
+			m, err := sim.CostByName("calibrated")
+			require.NoError(t, err)
+			c.CPU = m
+		},
+	}
+	var walk func(v reflect.Value, path string)
+	walk = func(v reflect.Value, path string) {
+		for i := range v.NumField() {
+			name := path + v.Type().Field(i).Name
+			if _, ok := notCarried[name]; ok {
+				continue
+			}
+			cfg := sim.DefaultConfig()
+			f := fieldByPath(reflect.ValueOf(&cfg).Elem(), name)
+			if set, ok := special[name]; ok {
+				set(&cfg)
+			} else {
+				switch f.Kind() {
+				case reflect.Struct:
+					walk(f, name+".")
+					continue
+				case reflect.Int, reflect.Int64:
+					f.SetInt(f.Int() + 1)
+				case reflect.Uint64:
+					f.SetUint(f.Uint() + 1)
+				case reflect.Float64:
+					f.SetFloat(0.125)
+				case reflect.Bool:
+					f.SetBool(!f.Bool())
+				default:
+					t.Errorf("%s: a %s knob the test cannot set: carry it in the story (simKnobs) or list it here", name, f.Kind())
+					continue
+				}
+			}
+			text := FormatStory(cfg, "")
+			got, err := ParseStory("story", text)
+			if assert.NoError(t, err, "%s:\n%s", name, text) {
+				assert.Equal(t, cfg, got, "%s is not carried:\n%s", name, text)
+			}
+		}
+	}
+	walk(reflect.ValueOf(sim.DefaultConfig()), "")
+}
+
+// fieldByPath is the field of v named by a dotted path.
+func fieldByPath(v reflect.Value, path string) reflect.Value {
+	for _, p := range strings.Split(path, ".") {
+		v = v.FieldByName(p)
+	}
+	return v
 }
