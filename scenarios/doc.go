@@ -77,4 +77,11 @@
 // restarts a running node gracefully (sim's upgrade fault); faults go through sim's control panel (sim/control.go), which
 // wraps the fault injector so the oracle records them as it records drawn
 // ones, and "check" judges the history so far with model.Check.
+//
+// # Stories
+//
+// testdata/shrunk/*.txt are stories (story.go, docs/stories.md): one
+// pinned sim run each, its knobs, fault mix, actions and faults written
+// as data, then a check that expects every property to hold.
+// TestShrunkStories plays each in the mode it is pinned to.
 package scenarios

@@ -392,7 +392,11 @@ func (e *Env) handleExplore(d *datadriven.TestData) (string, error) {
 		return "", errNoCluster
 	}
 	e.Close()
-	r, err := Explore(e.setup, d, e.Mode, e.ExploreDefaults)
+	o := e.ExploreDefaults
+	if e.replay != nil {
+		o.Replay, e.replay = e.replay, nil
+	}
+	r, err := Explore(e.setup, d, e.Mode, o)
 	if err != nil {
 		return "", err
 	}

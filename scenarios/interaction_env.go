@@ -45,6 +45,9 @@ type Env struct {
 	// collects each block's report.
 	ExploreDefaults ExploreOptions
 	ExploreReports  []*ExploreReport
+	// replay is the schedule the next explore block replays (a schedule
+	// command in this mode).
+	replay []string
 }
 
 // NewEnv returns the environment of one file in mode.
@@ -67,8 +70,11 @@ var errNoCluster = errors.New("no cluster yet: start the file with `cluster node
 // command, an unknown argument or an ill-typed value names the command;
 // the caller adds the file and line.
 func (e *Env) Handle(d *datadriven.TestData) (string, error) {
-	if d.Cmd == "explore" {
+	switch d.Cmd {
+	case "explore":
 		return e.handleExplore(d)
+	case "schedule":
+		return e.handleSchedule(d)
 	}
 	h, ok := handlers[d.Cmd]
 	if !ok {
@@ -128,8 +134,8 @@ var handlers = map[string]handler{
 }
 
 func commandNames() []string {
-	names := make([]string, 0, len(handlers)+1)
-	names = append(names, "explore")
+	names := make([]string, 0, len(handlers)+2)
+	names = append(names, "explore", "schedule")
 	for n := range handlers {
 		names = append(names, n)
 	}

@@ -39,16 +39,17 @@ var errHelp = flag.ErrHelp
 
 // synopses are the commands' command lines, for -h.
 var synopses = map[string]string{
-	"run":         "run -seed 0x2a -mode single|bulk|stream [flags]",
-	"replay":      "replay -seed 0x2a -mode single|bulk|stream [flags]   (the same as run)",
-	"equiv":       "equiv -seed 0x2a [run flags]",
-	"sweep":       "sweep -seeds 1-200 -mode single|bulk|stream|both|all [-j N] [-shard i/n | -shards N] [-junit FILE] [run flags]",
-	"report":      "report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]",
-	"mutants":     "mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]",
-	"real":        "real -seed 0x2a -duration 60s [-nodes 3 -nemesis all|none|KIND,... -mutant NAME -out DIR]",
-	"check":       "check -history FILE",
-	"explore":     "explore -scenario FILE | -story NAME [-mode single|bulk|stream|all] [-bound N|none] [-crashes N -drops N -loses N -errors N -delays N] [-reduce=false] [-schedule FILE] [-timeline FILE] [-j N | -shard i/n] [-junit FILE]",
-	"junit-merge": "junit-merge -o all.xml|- junit-1.xml junit-2.xml ... (or 'junit-*.xml')",
+	"run":          "run -seed 0x2a -mode single|bulk|stream [flags]",
+	"replay":       "replay -seed 0x2a -mode single|bulk|stream [flags]   (the same as run; replay -story FILE plays a story)",
+	"replay-story": "replay -story FILE [-trace FILE] [-timeline FILE]   (plays a story: docs/stories.md)",
+	"equiv":        "equiv -seed 0x2a [run flags]",
+	"sweep":        "sweep -seeds 1-200 -mode single|bulk|stream|both|all [-j N] [-shard i/n | -shards N] [-junit FILE] [run flags]",
+	"report":       "report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]",
+	"mutants":      "mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]",
+	"real":         "real -seed 0x2a -duration 60s [-nodes 3 -nemesis all|none|KIND,... -mutant NAME -out DIR]",
+	"check":        "check -history FILE",
+	"explore":      "explore -scenario FILE | -story NAME [-mode single|bulk|stream|all] [-bound N|none] [-crashes N -drops N -loses N -errors N -delays N] [-reduce=false] [-schedule FILE] [-timeline FILE] [-j N | -shard i/n] [-junit FILE]",
+	"junit-merge":  "junit-merge -o all.xml|- junit-1.xml junit-2.xml ... (or 'junit-*.xml')",
 }
 
 // printUsage writes the command's synopsis and every flag with its

@@ -3,6 +3,7 @@
 //
 //	relaysim run -seed 0x2a -mode bulk [-scheduler random|pct|exhaustive] [-trace FILE] [-nodes N -users U -rooms R -duration D ...]
 //	relaysim replay -seed 0x2a -mode bulk     (same as run; prints the same trace hash)
+//	relaysim replay -story FILE               (plays a story: a pinned run with its actions and faults as data)
 //	relaysim equiv -seed 0x2a                 (mode equivalence: the calm variant in every mode)
 //	relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n | -shards N] [-junit FILE]
 //	relaysim junit-merge -o all.xml junit-*.xml   (gathers a sharded sweep's JUnit files)
@@ -35,6 +36,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "run", "replay":
+		if args[0] == "replay" && storyArg(args[1:]) {
+			return cmdReplayStory(args[1:], stdout, stderr)
+		}
 		return cmdRun(args[0], args[1:], stdout, stderr)
 	case "equiv":
 		return cmdEquiv(args[1:], stdout, stderr)
@@ -71,7 +75,8 @@ func usage(w io.Writer) {
 
 commands:
   run     run one seed on the embedded default cluster (in-process, no servers)
-  replay  run one seed again (same flags as run; prints the same trace hash)
+  replay  run one seed again (same flags as run; prints the same trace hash),
+          or play a story: replay -story FILE (docs/stories.md)
   equiv   run one seed's calm variant in every relay mode and compare deliveries
   sweep   run many seeds and list the failing ones
   junit-merge  gather the JUnit files of a sharded sweep: junit-merge -o all.xml junit-*.xml
