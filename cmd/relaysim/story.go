@@ -84,7 +84,7 @@ func cmdReplayStory(args []string, stdout, stderr io.Writer) int {
 			if rerun {
 				shown = sim.WholeTrace(nil, res)
 			}
-			fmt.Fprint(stdout, Banner(shown, replay))
+			fmt.Fprint(stdout, Banner(shown, replay, ""))
 		}
 		if wroteTimeline {
 			fmt.Fprintf(stdout, "timeline:    %s (open it in a browser)\n", *timeline)
