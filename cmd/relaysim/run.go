@@ -338,7 +338,7 @@ func ratio(x float64) string {
 func replayCommand(f *runFlags) string {
 	var parts []string
 	f.fs.Visit(func(fl *flag.Flag) {
-		if fl.Name != "seed" && fl.Name != "mode" && fl.Name != "trace" && fl.Name != "cpuprofile" && fl.Name != "memprofile" && fl.Name != "history" && fl.Name != "timeline" {
+		if fl.Name != "seed" && fl.Name != "mode" && fl.Name != "trace" && fl.Name != "o" && fl.Name != "v" && fl.Name != "cpuprofile" && fl.Name != "memprofile" && fl.Name != "history" && fl.Name != "timeline" {
 			parts = append(parts, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 		}
 	})

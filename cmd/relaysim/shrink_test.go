@@ -43,7 +43,8 @@ func TestShrinkACatalogMutant(t *testing.T) {
 	run, _ := exec.Command(bin, "run", "-seed", "0x1", "-mode", "single").Output()
 	assert.Contains(t, string(run), "shrink:  go run -overlay="+overlay+" ./cmd/relaysim shrink -seed 0x1 -mode single\n")
 
-	cmd := exec.Command(bin, "shrink", "-seed", "0x1", "-mode", "single", "-max-runs", "300")
+	story := filepath.Join(t.TempDir(), "gap.txt")
+	cmd := exec.Command(bin, "shrink", "-seed", "0x1", "-mode", "single", "-max-runs", "300", "-o", story)
 	cmd.Env = append(os.Environ(), mutants.OverlayEnv+"=") // the binary sets it itself
 	b, err := cmd.Output()
 	var exit *exec.ExitError
@@ -52,14 +53,24 @@ func TestShrinkACatalogMutant(t *testing.T) {
 	got := string(b)
 	assert.Contains(t, got, "property=per-room-ordering")
 	assert.Contains(t, got, "violated: per-room-ordering: ")
-	assert.Contains(t, got, "replay:  go run -overlay="+overlay+" ./cmd/relaysim shrink -seed 0x1 -mode single")
+	assert.Contains(t, got, "replay:  go run -overlay="+overlay+" ./cmd/relaysim replay -story "+story+"\n")
 	before, after := sizes(t, got, "before:"), sizes(t, got, "after:")
 	t.Logf("before %v after %v", before, after)
 	assert.Less(t, after["actions"], before["actions"])
 	assert.LessOrEqual(t, after["actions"], 12, "the issue's target")
 	assert.LessOrEqual(t, after["faults"], 2, "the issue's target")
 	assert.Less(t, after["trace-lines"], before["trace-lines"]/10)
+
+	// The story replays the shrunk run: the same failure, the same hash.
+	text, err := os.ReadFile(story)
+	require.NoError(t, err)
+	assert.Contains(t, string(text), "# Shrunk by: go run -overlay="+overlay+" ./cmd/relaysim shrink -seed 0x1 -mode single -max-runs=300\n")
+	replayed, err := exec.Command(bin, "replay", "-story", story).Output()
+	require.ErrorAs(t, err, &exit, "the story fails while the bug is there:\n%s", replayed)
+	assert.Contains(t, string(replayed), "violated: per-room-ordering: ")
+	assert.Equal(t, lastLineOf(got), lastLineOf(string(replayed)), "the same trace hash")
 }
+
 
 // sizes reads the "key=N" pairs of the output line that starts with
 // prefix.
