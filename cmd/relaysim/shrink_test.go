@@ -71,7 +71,6 @@ func TestShrinkACatalogMutant(t *testing.T) {
 	assert.Equal(t, lastLineOf(got), lastLineOf(string(replayed)), "the same trace hash")
 }
 
-
 // sizes reads the "key=N" pairs of the output line that starts with
 // prefix.
 func sizes(t *testing.T, out, prefix string) map[string]int {
