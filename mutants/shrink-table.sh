@@ -3,8 +3,10 @@
 # relay with the mutant's overlay (as the mutants harness does), find the
 # first failing run (seeds 1, 2, ... in the mutant's modes, then the
 # seed's mode-equivalence check, as the sweep suite orders them), shrink
-# it with `relaysim shrink` (-equiv for an equivalence failure) and print
-# a Markdown row: sizes before -> after and the shrink's wall time.
+# it with `relaysim shrink` (-equiv for an equivalence failure), write it
+# as a story (-o) and replay that, and print a Markdown row: sizes before
+# -> after, the shrink's wall time, and whether the story fails on the
+# property.
 #
 #   make shrink-table SHRINK_MUTANTS="gap-not-filled no-dedup"
 #
@@ -21,8 +23,8 @@ out=${OUT:-out/_shrink-table}
 mkdir -p "$out/tmp"
 out=$(cd "$out" && pwd)
 go build -o "$out/relaysim" ./cmd/relaysim
-echo "| mutant | property | failing run | actions | faults | nodes | users | trace lines | runs | shrink |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| mutant | property | failing run | actions | faults | nodes | users | trace lines | runs | shrink | story |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for m in "$@"; do
 	# The overlay goes under $out, not the shared temporary directory
 	# (mutants.Dir): another checkout applying the same mutant there
@@ -34,7 +36,7 @@ for m in "$@"; do
 	modes=$(printf '%s' "$line" | cut -f5 | tr , ' ')
 	args=$(printf '%s' "$line" | cut -f6)
 	if [ "$suite" != sweep ]; then
-		echo "| $m | $prop | - (suite $suite: not a sweep mutant) | | | | | | | |"
+		echo "| $m | $prop | - (suite $suite: not a sweep mutant) | | | | | | | | |"
 		continue
 	fi
 	bin="$out/$m"
@@ -65,7 +67,7 @@ for m in "$@"; do
 		s=$((s + 1))
 	done
 	if [ -z "$found" ]; then
-		echo "| $m | $prop | none in seeds 1-$seeds | | | | | | | |"
+		echo "| $m | $prop | none in seeds 1-$seeds | | | | | | | | |"
 		continue
 	fi
 	seed=${found% *}
@@ -81,16 +83,22 @@ for m in "$@"; do
 		run="$mode -seed $seed"
 	fi
 	# shellcheck disable=SC2086
-	"$bin" shrink -seed "$seed" $sel $args -property "$prop" -budget "$budget" >"$out/$m.txt" 2>"$out/$m.err" || true
+	"$bin" shrink -seed "$seed" $sel $args -property "$prop" -budget "$budget" -o "$out/$m.story.txt" >"$out/$m.txt" 2>"$out/$m.err" || true
 	before=$(grep '^before:' "$out/$m.txt" || true)
 	after=$(grep '^after:' "$out/$m.txt" || true)
 	if [ -z "$after" ]; then
-		echo "| $m | $prop | $run | shrink failed: $(tail -1 "$out/$m.err") | | | | | | |"
+		echo "| $m | $prop | $run | shrink failed: $(tail -1 "$out/$m.err") | | | | | | | |"
 		continue
 	fi
 	v() { printf '%s' "$1" | sed -n "s/.* $2=\([0-9]*\).*/\1/p"; }
 	took=$(sed -n 's/^took: *\([^,]*\), \([0-9]*\) candidate runs.*/\1 \2/p' "$out/$m.txt")
+	# The story (-o) replayed under the same build: does it fail on the
+	# property? (A pure mode-equivalence story holds on its own.)
+	story="no"
+	if [ -f "$out/$m.story.txt" ] && "$bin" replay -story "$out/$m.story.txt" 2>/dev/null | grep -q "\"violations\":\[[^]]*\"$prop\""; then
+		story="fails on $prop"
+	fi
 	budgeted=""
 	grep -q 'stopped by the budget' "$out/$m.txt" && budgeted=" (budget)"
-	echo "| $m | $prop | $run $args | $(v "$before" actions) → $(v "$after" actions) | $(v "$before" faults) → $(v "$after" faults) | $(v "$before" nodes) → $(v "$after" nodes) | $(v "$before" users) → $(v "$after" users) | $(v "$before" trace-lines) → $(v "$after" trace-lines) | ${took#* } | ${took% *}$budgeted |"
+	echo "| $m | $prop | $run $args | $(v "$before" actions) → $(v "$after" actions) | $(v "$before" faults) → $(v "$after" faults) | $(v "$before" nodes) → $(v "$after" nodes) | $(v "$before" users) → $(v "$after" users) | $(v "$before" trace-lines) → $(v "$after" trace-lines) | ${took#* } | ${took% *}$budgeted | $story |"
 done
