@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 
-	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -107,9 +106,6 @@ type Config struct {
 	// RecordNode, when set, adds a recorder to every node (see
 	// ClusterConfig.RecordNode): the floor benchmarks'.
 	RecordNode func(node string) (redis.Hook, []grpc.ServerOption)
-	// extraCheck, when set, adds its violations to the oracle's: a
-	// test's stand-in for a bug (the shrinker's tests).
-	extraCheck func(*model.History) []model.Violation
 }
 
 // DefaultConfig is the runner's embedded default: 3 nodes, 12 users in 3

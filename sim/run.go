@@ -178,9 +178,6 @@ func (res *Result) finish(c *Cluster, id string) {
 	// fault): timely-live-delivery judges every send with no excuse.
 	hist.FaultFree = c.Stats.FaultsInjected == 0 && OnlyRefusals(hist.Faults)
 	res.Violations = model.Check(hist)
-	if res.Config.extraCheck != nil {
-		res.Violations = append(res.Violations, res.Config.extraCheck(hist)...)
-	}
 	res.Coverage.TrafficAfterRecovery = model.StrictSends(hist)
 	res.Live, res.FromLog = model.DeliveryCounts(hist)
 	res.Coverage.countNames(hist)

@@ -44,6 +44,9 @@ type ShrinkOptions struct {
 	Progress func(ShrinkProgress)
 	// T is the test the runs belong to (nil outside tests).
 	T *testing.T
+	// extraCheck, when set, adds its violations to every run's: a test's
+	// stand-in for a bug (shrink_test.go).
+	extraCheck func(*model.History) []model.Violation
 }
 
 // ShrinkProgress is where a shrink is.
@@ -184,6 +187,9 @@ func (s *shrinker) run(cfg Config) (*Result, []model.Violation, error) {
 		r := Run(s.opt.T, cfg)
 		if err := runErr(r); err != nil {
 			return r, nil, err
+		}
+		if s.opt.extraCheck != nil && r.History != nil {
+			return r, append(slices.Clip(r.Violations), s.opt.extraCheck(r.History)...), nil
 		}
 		return r, r.Violations, nil
 	}

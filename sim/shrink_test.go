@@ -48,7 +48,6 @@ func shrinkConfig() Config {
 	cfg := DefaultConfig()
 	cfg.Duration = 5 * time.Second
 	cfg.Drain = 10 * time.Second
-	cfg.extraCheck = injectedBug
 	return cfg
 }
 
@@ -59,11 +58,12 @@ func TestShrinkKeepsTheProperty(t *testing.T) {
 	cfg := shrinkConfig()
 	first := Run(t, cfg)
 	require.NoError(t, first.Err)
-	require.True(t, hasProperty(first.Violations, propCrossAfterCrash), "seed %s should crash a node and cross users: %v", cfg.Seed, first.Violations)
-	require.True(t, hasProperty(first.Violations, propAnySend), "the decoy fails too")
+	injected := injectedBug(first.History)
+	require.True(t, hasProperty(injected, propCrossAfterCrash), "seed %s should crash a node and cross users: %v", cfg.Seed, injected)
+	require.True(t, hasProperty(injected, propAnySend), "the decoy fails too")
 
 	var stages []string
-	opt := ShrinkOptions{Property: propCrossAfterCrash, MaxRuns: 400, T: t,
+	opt := ShrinkOptions{Property: propCrossAfterCrash, MaxRuns: 400, T: t, extraCheck: injectedBug,
 		Progress: func(p ShrinkProgress) { stages = append(stages, p.Stage) }}
 	res, err := Shrink(cfg, opt)
 	require.NoError(t, err)
@@ -90,7 +90,7 @@ func TestShrinkKeepsTheProperty(t *testing.T) {
 	// The shrunk run is a run: it fails on its own, with the same hash.
 	again := Run(t, res.Config)
 	require.NoError(t, again.Err)
-	assert.True(t, hasProperty(again.Violations, propCrossAfterCrash))
+	assert.True(t, hasProperty(injectedBug(again.History), propCrossAfterCrash))
 	assert.Equal(t, res.Final.TraceHash, again.TraceHash)
 
 	// The same configuration shrinks to the same result.
