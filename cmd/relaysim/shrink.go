@@ -36,10 +36,10 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	f.fs.StringVar(&sf.property, "property", "", "the property the shrunk run must still violate (default: the run's first violation's)")
 	f.fs.DurationVar(&sf.budget, "budget", 5*time.Minute, "stop shrinking after this much wall time (0: no bound); the result so far is printed")
 	f.fs.IntVar(&sf.maxRuns, "max-runs", 0, "stop shrinking after this many candidate runs (0: no bound; unlike -budget, the same on every machine)")
-	f.fs.StringVar(&sf.out, "o", "", "write the shrunk run as a story (scenarios/testdata format) to this file")
-	f.fs.BoolVar(&sf.equiv, "equiv", false, "shrink the seed's calm variant while the relay modes disagree (a failure caught by mode equivalence)")
+	f.fs.StringVar(&sf.out, "o", "", "write the shrunk run as a story (docs/stories.md) to this file; relaysim replay -story FILE plays it")
+	f.fs.BoolVar(&sf.equiv, "equiv", false, "shrink the seed's calm variant while its mode-equivalence check fails on the property (the modes disagree, or a mode's calm run violates it)")
 	f.fs.BoolVar(&sf.keepSchedule, "keep-schedule", false, "keep the seed's schedule (skip trying the first-pick schedule)")
-	f.fs.BoolVar(&sf.verbose, "v", false, "print every stage and every kept candidate on stderr, one line each")
+	f.fs.BoolVar(&sf.verbose, "v", false, "print every stage and every candidate, kept or refused (and why), on stderr, one line each")
 	if err := f.parse(args); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
@@ -52,7 +52,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if f.cfg.Scheduler == "exhaustive" {
-		return usageError(stderr, "shrink", fmt.Errorf("-scheduler exhaustive explores many schedules; shrink shrinks one run (random or pct)"))
+		return usageError(stderr, "shrink", fmt.Errorf("-scheduler exhaustive explores many schedules; shrink shrinks one run (random, pct or first)"))
 	}
 	prog := newShrinkProgress(stderr, sf.verbose)
 	opt := sim.ShrinkOptions{Property: sf.property, Equiv: sf.equiv, MaxRuns: sf.maxRuns, Budget: sf.budget,
