@@ -40,7 +40,8 @@ type ShrinkOptions struct {
 	Budget time.Duration
 	// KeepSchedule skips the schedule stage (the first-pick schedule).
 	KeepSchedule bool
-	// Progress, when set, is told of every stage and every kept candidate.
+	// Progress, when set, is told of every stage, every kept candidate and
+	// every refused one (ShrinkProgress.Tried says why).
 	Progress func(ShrinkProgress)
 	// T is the test the runs belong to (nil outside tests).
 	T *testing.T
