@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: shrink-table all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore
+.PHONY: shrink-table all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories
 
 all: lint test
 
@@ -99,3 +99,9 @@ shrink-table:
 	mkdir -p out
 	SHRINK_BUDGET=$(SHRINK_BUDGET) sh mutants/shrink-table.sh $(SHRINK_MUTANTS) | tee out/shrink-table.md
 SHRINK_BUDGET ?= 3m
+
+## shrunk-stories: each shrunk real failure in scenarios/testdata/shrunk/bugN-*
+## passes on main and fails on its property with its bug (the catalog
+## mutant) put back
+shrunk-stories:
+	sh mutants/shrunk-stories.sh
