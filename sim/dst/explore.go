@@ -90,7 +90,6 @@ type level struct {
 	sleep     map[string][]Access
 	preempt   int            // preemptions used before this level
 	faults    map[string]int // faults used before this level, per class
-	barrier   bool
 	// preempted: the choice made here was a preemption.
 	preempted bool
 }
@@ -255,9 +254,9 @@ func infoOf(op *Op) choiceInfo {
 }
 
 // newLevel builds the level at e.depth from what is parked.
-func (e *Explorer) newLevel(ready, lazy []*Op, barrier bool) *level {
+func (e *Explorer) newLevel(ready, lazy []*Op) *level {
 	l := &level{backtrack: map[string]bool{}, done: map[string]bool{}, sleep: map[string][]Access{},
-		chain: map[string]bool{}, faults: map[string]int{}, barrier: barrier}
+		chain: map[string]bool{}, faults: map[string]int{}}
 	defer func() { e.passed = false }()
 	// The chain goes on from the last event; a lazy op's firing (a crash)
 	// does not end the chain it interrupted, so it is no free switch.
@@ -356,7 +355,7 @@ func (e *Explorer) choose(ready, lazy []*Op) (*Op, string) {
 	if e.depth < len(e.tree) {
 		l = e.tree[e.depth]
 	} else {
-		l = e.newLevel(ready, lazy, false)
+		l = e.newLevel(ready, lazy)
 		e.tree = append(e.tree, l)
 	}
 	c := ""
@@ -392,7 +391,7 @@ func (e *Explorer) barrierChoice(lazy []*Op) *Op {
 	if e.depth < len(e.tree) {
 		l = e.tree[e.depth]
 	} else {
-		l = e.newLevel(nil, lazy, true)
+		l = e.newLevel(nil, lazy)
 		e.tree = append(e.tree, l)
 	}
 	c := tick
@@ -883,11 +882,6 @@ func (e *Explorer) switchPoint(evs []event, i int) int {
 		}
 	}
 	return -1
-}
-
-// Stats is a one-line summary of the search so far.
-func (e *Explorer) Stats() string {
-	return fmt.Sprintf("schedules=%d blocked=%d maxdepth=%d boundhit=%d budgethit=%d", e.Schedules, e.Blocked, e.MaxDepth, e.BoundHit, e.BudgetHit)
 }
 
 // LevelView is one level of the last run, for the commutation check: the
