@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -33,7 +34,12 @@ func cpuTime() time.Duration {
 // -explore.cap of the process's CPU time (not wall time: the machine is
 // shared, and a cap in wall time would cut a search short by what other
 // processes ran), and returns its report, wall and CPU time.
+//
+// The search runs on one P, as `relaysim explore` runs it: a search is
+// sequential, and a second P only adds threads waking each other (a
+// third of the CPU per schedule).
 func benchSearch(t *testing.T, story, text string, mode system.Mode, o ExploreOptions) (*ExploreReport, time.Duration, time.Duration) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	start := time.Now()
 	c0 := cpuTime()
 	o.Stop = func(*ExploreReport) bool { return cpuTime()-c0 >= *benchCap }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,6 +132,13 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 			return bad("-j and -shard: give one (-j runs its own shards)")
 		}
 		return exploreParallel(args, *jobs, stdout, stderr)
+	}
+	// A search is sequential (one schedule at a time, one operation at a
+	// time): a second P buys only threads waking each other. One P took a
+	// third less CPU per schedule and no more wall time (BENCHMARKS.md,
+	// "The model checker"). A GOMAXPROCS the caller set is kept.
+	if os.Getenv("GOMAXPROCS") == "" {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
 	tty := stderrIsTerminal(stderr)
 	// The bubble's clock is virtual: the wall clock for -time is read by
@@ -390,6 +398,7 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 			defer wg.Done()
 			cmd := exec.Command(self, append([]string{"explore", "-shard", fmt.Sprintf("%d/%d", k+1, n)}, rest...)...)
 			cmd.Stdout, cmd.Stderr = &outs[k], stderr
+			cmd.Env = jobEnv(os.Environ(), n, runtime.GOMAXPROCS(0))
 			if err := cmd.Run(); err != nil {
 				var ee *exec.ExitError
 				if errors.As(err, &ee) {
