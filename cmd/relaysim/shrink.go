@@ -237,9 +237,12 @@ func shrinkCommand(f *runFlags) string {
 func writeStory(path string, res *sim.ShrinkResult, command string) error {
 	c := res.Config
 	comment := fmt.Sprintf("Shrunk by: %s\nIt violates %s (%s -> %s).\n%s", command, res.Property, res.Before, res.After, res.Violation)
+	format := formatStory
 	if res.Modes != nil {
-		// The calm run that violates the property itself, if one does;
-		// else the first mode's, which only disagrees with the others.
+		// The calm run that violates the property itself, if one does:
+		// a story of that mode alone. Else the modes only disagree: the
+		// two-mode form, whose equiv runs every mode's calm run and
+		// compares them.
 		c = res.Modes[0].Config
 		found := false
 		for _, r := range res.Modes {
@@ -249,11 +252,12 @@ func writeStory(path string, res *sim.ShrinkResult, command string) error {
 			}
 		}
 		if !found {
-			comment += "\nA mode-equivalence failure: this is the calm run in one mode, which holds on its own; the modes disagree (relaysim equiv)."
+			comment += "\nA mode-equivalence failure: each mode's calm run holds on its own, but the modes disagree on what users received; equiv runs the story in every mode and compares them (as relaysim equiv does)."
+			format = formatEquivStory
 		}
 		c.KeepTrace = false
 	}
-	text, err := formatStory(c, comment)
+	text, err := format(c, comment)
 	if err != nil {
 		return err
 	}

@@ -134,6 +134,49 @@ func TestShrinkIsolatedGoroutineLeak(t *testing.T) {
 	assert.Equal(t, "relaysim shrink: a run left goroutines behind after teardown (no-goroutine-leaks), which ends this process: shrink again with -isolate\n", errOut)
 }
 
+// A mutant that only mode equivalence catches (bulk-rejects-colon: each
+// mode's calm run holds on its own) shrinks with -equiv to a two-mode
+// story, ending with equiv: replayed, it runs every mode and fails on
+// mode-equivalence under the overlay, with the shrunk runs' hashes, and
+// passes on main. So does the story of it committed in
+// scenarios/testdata/shrunk.
+func TestShrinkEquivWritesATwoModeStory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a mutant and shrinks a seed's calm runs (~30 x 3 runs)")
+	}
+	t.Setenv("TMPDIR", t.TempDir()) // as TestShrinkACatalogMutant
+	bin, overlay := buildMutant(t, "bulk-rejects-colon")
+	clean := buildRunner(t)
+	story := filepath.Join(t.TempDir(), "colon.txt")
+	cmd := exec.Command(bin, "shrink", "-seed", "0x1", "-equiv", "-property", "mode-equivalence", "-max-runs", "100", "-o", story)
+	cmd.Env = append(os.Environ(), mutants.OverlayEnv+"=")
+	b, err := cmd.Output()
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit, "a shrunk failure exits 1:\n%s", b)
+	got := string(b)
+	assert.Contains(t, got, "replay:  go run -overlay="+overlay+" ./cmd/relaysim replay -story "+story+"\n")
+	t.Logf("after %v", sizes(t, got, "after:"))
+	text, err := os.ReadFile(story)
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(string(text), "\nequiv\n----\nok\n"), "the two-mode form:\n%s", text)
+	assert.Contains(t, string(text), " calm ", "the calm variant, as equiv runs it")
+
+	for _, path := range []string{story, "../../scenarios/testdata/shrunk/equiv-bulk-rejects-colon.txt"} {
+		replayed, err := exec.Command(bin, "replay", "-story", path).Output()
+		require.ErrorAs(t, err, &exit, "%s fails while the bug is there:\n%s", path, replayed)
+		assert.Equal(t, 1, exit.ExitCode())
+		assert.Contains(t, string(replayed), "mode equivalence FAILED for story "+path+": ")
+		assert.Contains(t, string(replayed), "violated: mode-equivalence: ")
+		assert.Contains(t, string(replayed), `"mode":"all","violations":["mode-equivalence"]`)
+		if path == story {
+			assert.Equal(t, lastLineOf(got), lastLineOf(string(replayed)), "the shrunk runs' hashes")
+		}
+		onMain, err := exec.Command(clean, "replay", "-story", path).Output()
+		require.NoError(t, err, "%s passes on main:\n%s", path, onMain)
+		assert.Contains(t, string(onMain), `"summary":"ok"`)
+	}
+}
+
 // sizes reads the "key=N" pairs of the output line that starts with
 // prefix.
 func sizes(t *testing.T, out, prefix string) map[string]int {
