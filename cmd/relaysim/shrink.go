@@ -74,8 +74,12 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "shrink: every run in a child process (-isolate)\n")
 		}
 	} else {
+		again := "shrink again with -isolate"
+		if sf.equiv {
+			again = "shrink the calm run of the mode that leaks alone instead (-mode M -calm -isolate; -isolate does not take -equiv)"
+		}
 		f.cfg.OnLeftovers = func(*sim.Result) {
-			fmt.Fprintf(stderr, "relaysim shrink: a run left goroutines behind after teardown (%s), which ends this process: shrink again with -isolate\n", model.PropGoroutineLeak)
+			fmt.Fprintf(stderr, "relaysim shrink: a run left goroutines behind after teardown (%s), which ends this process: %s\n", model.PropGoroutineLeak, again)
 			os.Exit(exitHarness)
 		}
 	}
