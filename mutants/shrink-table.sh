@@ -3,10 +3,12 @@
 # relay with the mutant's overlay (as the mutants harness does), find the
 # first failing run (seeds 1, 2, ... in the mutant's modes, then the
 # seed's mode-equivalence check, as the sweep suite orders them), shrink
-# it with `relaysim shrink` (-equiv for an equivalence failure), write it
+# it with `relaysim shrink` (-equiv for an equivalence failure, which
+# writes the two-mode story; a leftover-goroutine failure shrinks in child
+# processes by itself: -isolate), write it
 # as a story (-o) and replay that, and print a Markdown row: sizes before
 # -> after, the shrink's wall time, and whether the story fails on the
-# property.
+# property under the overlay and passes without it.
 #
 #   make shrink-table SHRINK_MUTANTS="gap-not-filled no-dedup"
 #
@@ -97,6 +99,12 @@ for m in "$@"; do
 	story="no"
 	if [ -f "$out/$m.story.txt" ] && "$bin" replay -story "$out/$m.story.txt" 2>/dev/null | grep -q "\"violations\":\[[^]]*\"$prop\""; then
 		story="fails on $prop"
+		# ... and on main (this checkout without the overlay)?
+		if "$out/relaysim" replay -story "$out/$m.story.txt" >/dev/null 2>&1; then
+			story="$story, passes on main"
+		else
+			story="$story, fails on main too"
+		fi
 	fi
 	budgeted=""
 	grep -q 'stopped by the budget' "$out/$m.txt" && budgeted=" (budget)"

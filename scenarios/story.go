@@ -51,12 +51,33 @@ import (
 // mix, actions and faults replace the seed's fault mix, workload and timed
 // fault plan (sim.FormatMix, sim.FormatAction, sim.FormatFault: one line
 // each). A story that leaves one out keeps the seed's own.
+//
+// A story may end with equiv instead of check: the two-mode form, for a
+// failure only mode equivalence sees (FormatEquivStory). equiv runs the
+// story in every relay mode (sim.Equivalence: each mode's calm variant of
+// the story's run, so its sim line names one mode as every story's does,
+// but every mode runs), judges each run on its own and compares what every
+// user received; it prints ok, or each mode's own violations and the
+// mode-equivalence ones.
 
 // FormatStory writes a story of cfg (its Actions, Faults and Mix, when
 // set, are written as data) whose check expects every property to hold,
 // so that it fails while the bug it shows is there and passes once it is
 // fixed. comment becomes its leading # lines.
 func FormatStory(cfg sim.Config, comment string) string {
+	return formatStory(cfg, comment, "check")
+}
+
+// FormatEquivStory writes the two-mode form of a story of cfg: its last
+// command is equiv, which runs the story in every relay mode and expects
+// every run to hold and every user to receive the same messages in all of
+// them. cfg is best its calm variant in one mode (sim.Config.CalmVariant):
+// equiv runs the calm variants, and the sim line then says so.
+func FormatEquivStory(cfg sim.Config, comment string) string {
+	return formatStory(cfg, comment, "equiv")
+}
+
+func formatStory(cfg sim.Config, comment, last string) string {
 	var b strings.Builder
 	for _, l := range strings.Split(strings.TrimRight(comment, "\n"), "\n") {
 		if comment == "" {
@@ -90,7 +111,7 @@ func FormatStory(cfg sim.Config, comment string) string {
 		}
 		b.WriteString("----\n\n")
 	}
-	b.WriteString("check\n----\nok\n")
+	b.WriteString(last + "\n----\nok\n")
 	return b.String()
 }
 
@@ -306,20 +327,52 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-// ParseStory reads a story's text into the sim.Config its check runs
-// (name is for errors, which name the file's line). It runs nothing.
+// ParseStory reads a story's text into the sim.Config its check (or
+// equiv) runs (name is for errors, which name the file's line). It runs
+// nothing.
 func ParseStory(name, text string) (sim.Config, error) {
+	st, err := ReadStory(name, text)
+	return st.Config, err
+}
+
+// ParsedStory is a story read (ReadStory): the config its last command
+// runs, and which command that is.
+type ParsedStory struct {
+	Config sim.Config
+	// Equiv says the story ends with equiv (the two-mode form): it runs
+	// Config in every mode (sim.Equivalence), not once.
+	Equiv bool
+}
+
+// ReadStory reads a story's text (name is for errors). It runs nothing.
+func ReadStory(name, text string) (ParsedStory, error) {
 	e := &storyEnv{name: name}
 	if err := e.play(text); err != nil {
-		return sim.Config{}, err
+		return ParsedStory{}, err
 	}
-	return e.cfg, nil
+	return ParsedStory{Config: e.cfg, Equiv: e.equiv}, nil
 }
 
 // RunStory plays a story: its check runs sim.Run on the story's config.
-// The error is the story's (a bad line, no check); a run that could not
-// finish is the result's Err, as for any run.
+// The error is the story's (a bad line, no check, an equiv story:
+// RunEquivStory plays those); a run that could not finish is the result's
+// Err, as for any run.
 func RunStory(text string) (*sim.Result, error) { return runStory("story", text) }
+
+// RunEquivStory plays a two-mode story: its equiv runs the story in every
+// mode (sim.Equivalence) and returns each mode's run and the differential
+// violations.
+func RunEquivStory(text string) ([]*sim.Result, []model.Violation, error) {
+	st, err := ReadStory("story", text)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !st.Equiv {
+		return nil, nil, fmt.Errorf("story: it ends with check, not equiv: RunStory plays it")
+	}
+	runs, vs := sim.Equivalence(nil, st.Config)
+	return runs, vs, nil
+}
 
 // RunStoryFile plays the story at path.
 func RunStoryFile(path string) (*sim.Result, error) {
@@ -331,11 +384,14 @@ func RunStoryFile(path string) (*sim.Result, error) {
 }
 
 func runStory(name, text string) (*sim.Result, error) {
-	cfg, err := ParseStory(name, text)
+	st, err := ReadStory(name, text)
 	if err != nil {
 		return nil, err
 	}
-	return sim.Run(nil, cfg), nil
+	if st.Equiv {
+		return nil, fmt.Errorf("%s: it ends with equiv (every mode): RunEquivStory plays it", name)
+	}
+	return sim.Run(nil, st.Config), nil
 }
 
 // storyEnv reads a story's commands in order.
@@ -344,10 +400,13 @@ type storyEnv struct {
 	cfg     sim.Config
 	sim     bool
 	checked bool
+	equiv   bool // the story ends with equiv
+	last    string
 	seen    map[string]bool
-	// run, when set, runs check (the test's sim.Run); unset, check only
-	// validates.
-	run func(cfg sim.Config) *sim.Result
+	// run, when set, runs check (the test's sim.Run) and runEquiv equiv
+	// (sim.Equivalence); unset, they only validate.
+	run      func(cfg sim.Config) *sim.Result
+	runEquiv func(cfg sim.Config) ([]*sim.Result, []model.Violation)
 }
 
 // play reads text's commands; it runs nothing (check only validates).
@@ -380,7 +439,7 @@ func (e *storyEnv) play(text string) (err error) {
 		return d.Expected
 	})
 	if ferr == nil && !e.checked {
-		ferr = fmt.Errorf("%s: no check (a story ends with check)", e.name)
+		ferr = fmt.Errorf("%s: no check (a story ends with check, or equiv for every mode)", e.name)
 	}
 	return ferr
 }
@@ -397,7 +456,7 @@ func (e *storyEnv) handle(d *datadriven.TestData) (string, error) {
 		return "", fmt.Errorf("%s before sim (a story starts with sim seed=... mode=...)", d.Cmd)
 	}
 	if e.checked {
-		return "", fmt.Errorf("%s after check (check ends a story)", d.Cmd)
+		return "", fmt.Errorf("%s after %s (%s ends a story)", d.Cmd, e.last, e.last)
 	}
 	e.seen[d.Cmd] = true
 	switch d.Cmd {
@@ -427,11 +486,13 @@ func (e *storyEnv) handle(d *datadriven.TestData) (string, error) {
 			"a model checker's counterexample is carried by its explore scenario file (schedule mode=M before the explore block) and replays under relaysim explore -scenario FILE", e.cfg.Scheduler)
 	case "check":
 		return e.handleCheck()
+	case "equiv":
+		return e.handleEquiv()
 	}
-	return "", fmt.Errorf("unknown command %q (a story's commands: sim, mix, actions, faults, check)", d.Cmd)
+	return "", fmt.Errorf("unknown command %q (a story's commands: sim, mix, actions, faults, check or equiv)", d.Cmd)
 }
 
-var storyCommands = map[string]bool{"sim": true, "mix": true, "actions": true, "faults": true, "schedule": true, "check": true}
+var storyCommands = map[string]bool{"sim": true, "mix": true, "actions": true, "faults": true, "schedule": true, "check": true, "equiv": true}
 
 func (e *storyEnv) handleSim(d *datadriven.TestData) error {
 	e.cfg, e.sim = sim.DefaultConfig(), true
@@ -536,11 +597,48 @@ func bodyLines(d *datadriven.TestData, read func(line string) error) error {
 // violated property's violations (at most five each) and what stopped a
 // run that could not finish.
 func (e *storyEnv) handleCheck() (string, error) {
-	e.checked = true
+	e.checked, e.last = true, "check"
 	if e.run == nil {
 		return "", nil
 	}
 	return checkOutput(e.run(e.cfg)), nil
+}
+
+// handleEquiv runs the story in every mode (when it has a runner): "ok",
+// or each mode's own findings (as check prints them, each line under the
+// mode's name) and the mode-equivalence violations.
+func (e *storyEnv) handleEquiv() (string, error) {
+	e.checked, e.equiv, e.last = true, true, "equiv"
+	if e.runEquiv == nil {
+		return "", nil
+	}
+	runs, vs := e.runEquiv(e.cfg)
+	return EquivOutput(runs, vs), nil
+}
+
+// EquivOutput is what a story's equiv prints for these runs and
+// differential violations.
+func EquivOutput(runs []*sim.Result, vs []model.Violation) string {
+	var b strings.Builder
+	for _, r := range runs {
+		out := checkOutput(r)
+		if out == "ok\n" {
+			continue
+		}
+		for _, l := range strings.SplitAfter(out, "\n") {
+			if l != "" && !strings.HasPrefix(l, " ") {
+				l = string(r.Config.Mode) + ": " + l
+			}
+			b.WriteString(l)
+		}
+	}
+	if len(vs) > 0 {
+		b.WriteString(checkOutput(&sim.Result{Violations: vs}))
+	}
+	if b.Len() == 0 {
+		return "ok\n"
+	}
+	return b.String()
 }
 
 func checkOutput(res *sim.Result) string {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim"
 	"github.com/relaysim/relaysim/system"
 )
@@ -36,7 +37,8 @@ func TestShrunkStories(t *testing.T) {
 
 // playStory plays the story at path under datadriven.RunTest.
 func playStory(t *testing.T, path string) {
-	e := &storyEnv{name: path, run: func(cfg sim.Config) *sim.Result { return sim.Run(t, cfg) }}
+	e := &storyEnv{name: path, run: func(cfg sim.Config) *sim.Result { return sim.Run(t, cfg) },
+		runEquiv: func(cfg sim.Config) ([]*sim.Result, []model.Violation) { return sim.Equivalence(t, cfg) }}
 	datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 		out, err := e.handle(d)
 		require.NoError(t, err, "%s", d.Pos)
@@ -114,6 +116,44 @@ func TestStoryConfigRoundTrip(t *testing.T) {
 	assert.True(t, strings.HasPrefix(FormatStory(def, "how it was made\n\nreplay: x"), "# how it was made\n#\n# replay: x\nsim seed=0x2a mode=bulk\n"))
 }
 
+// TestEquivStoryRoundTrip: the two-mode form reads back to the same
+// config and says it ends with equiv; the one-mode form does not, and
+// each Run function refuses the other's form.
+func TestEquivStoryRoundTrip(t *testing.T) {
+	cfg := sim.DefaultConfig().CalmVariant(system.ModeSingle)
+	cfg.Nodes, cfg.Scheduler, cfg.Mix = 1, "first", &sim.FaultMix{}
+	cfg.Actions, cfg.Faults = []sim.Action{{User: "u1", Kind: sim.ActCreate, Room: "r1"}, {At: 50 * time.Millisecond, User: "u1", Kind: sim.ActJoin, Room: "r1"}}, []sim.Fault{}
+	text := FormatEquivStory(cfg, "two modes")
+	assert.True(t, strings.HasSuffix(text, "\nequiv\n----\nok\n"), "%s", text)
+	st, err := ReadStory("story", text)
+	require.NoError(t, err, "%s", text)
+	assert.True(t, st.Equiv)
+	assert.Equal(t, cfg, st.Config)
+	one, err := ReadStory("story", FormatStory(cfg, ""))
+	require.NoError(t, err)
+	assert.False(t, one.Equiv)
+	assert.Equal(t, cfg, one.Config)
+	_, err = RunStory(text)
+	assert.ErrorContains(t, err, "it ends with equiv (every mode): RunEquivStory plays it")
+	_, _, err = RunEquivStory(FormatStory(cfg, ""))
+	assert.ErrorContains(t, err, "it ends with check, not equiv")
+}
+
+// TestEquivOutput: equiv prints ok, or each mode's own findings under
+// the mode's name and then the differential violations, grouped as check
+// groups them.
+func TestEquivOutput(t *testing.T) {
+	run := func(mode system.Mode, vs ...model.Violation) *sim.Result {
+		return &sim.Result{Config: sim.Config{Mode: mode}, Violations: vs}
+	}
+	calm := []*sim.Result{run(system.ModeSingle), run(system.ModeBulk), run(system.ModeStream)}
+	assert.Equal(t, "ok\n", EquivOutput(calm, nil))
+	loss := model.Violation{Property: model.PropNoLoss, User: "u1", Room: "r1", Seq: 2, Detail: "never delivered"}
+	diff := model.Violation{Property: model.PropModeEquivalence, User: "u1", Room: "r1", Detail: "1 message(s) delivered in the single run but not in the bulk run: u1/m1"}
+	got := EquivOutput([]*sim.Result{run(system.ModeSingle), run(system.ModeBulk, loss), run(system.ModeStream)}, []model.Violation{diff})
+	assert.Equal(t, "bulk: no-loss: 1 violations\n  "+loss.String()+"\nmode-equivalence: 1 violations\n  "+diff.String()+"\n", got)
+}
+
 // TestStoryErrors: a bad story is one line naming the file's line.
 func TestStoryErrors(t *testing.T) {
 	const head = "sim seed=0x2a mode=bulk\n----\n\n"
@@ -131,6 +171,9 @@ func TestStoryErrors(t *testing.T) {
 		{"bad mix", head + "mix crash=x\n----\n", `bad.txt:4: mix: crash=x`},
 		{"twice", head + "mix none\n----\n\nmix none\n----\n", "bad.txt:7: mix given twice"},
 		{"after check", head + "check\n----\nok\n\nmix none\n----\n", "bad.txt:8: mix after check"},
+		{"after equiv", head + "equiv\n----\nok\n\nmix none\n----\n", "bad.txt:8: mix after equiv (equiv ends a story)"},
+		{"check and equiv", head + "check\n----\nok\n\nequiv\n----\nok\n", "bad.txt:8: equiv after check"},
+		{"equiv before sim", "equiv\n----\nok\n", "bad.txt:1: equiv before sim"},
 		{"schedule", head + "schedule\n# relaysim schedule v1: x\nn1 task a\n----\n", "bad.txt:4: schedule: a story's run follows its seed's random scheduler"},
 		{"bad directive", head + "sim =x\n----\n", "bad.txt:4: cannot parse directive"},
 		{"subtest", head + "subtest a\n", "bad.txt"},

@@ -45,6 +45,15 @@ type ShrinkOptions struct {
 	Progress func(ShrinkProgress)
 	// T is the test the runs belong to (nil outside tests).
 	T *testing.T
+	// Runner, when set, runs every run (the first, each candidate and the
+	// final one) in place of Run in this process: relaysim shrink
+	// -isolate's child processes, for a failure that ends the process
+	// running it (goroutines left after teardown make synctest abort it).
+	// It returns the run as far as the shrinker reads it (Violations, Err,
+	// BubbleErr, Actions, Faults, Mix, Channels, StreamBacklog, Steps) and
+	// its trace's line count, since the trace stays where the run ran.
+	// Not with Equiv.
+	Runner func(cfg Config) (r *Result, traceLines int)
 	// extraCheck, when set, adds its violations to every run's: a test's
 	// stand-in for a bug (shrink_test.go).
 	extraCheck func(*model.History) []model.Violation
@@ -103,6 +112,9 @@ var ErrNoFailure = errors.New("the run violates no property: nothing to shrink")
 // property (ShrinkOptions.Property, or the first violation's), and runs
 // the result once more keeping its trace.
 func Shrink(cfg Config, opt ShrinkOptions) (*ShrinkResult, error) {
+	if opt.Runner != nil && opt.Equiv {
+		return nil, errors.New("a Runner runs one mode's run: not with Equiv")
+	}
 	s := &shrinker{opt: opt, start: time.Now()}
 	cfg.KeepTrace, cfg.History = false, nil
 	first, vs, err := s.run(cfg)
@@ -121,7 +133,7 @@ func Shrink(cfg Config, opt ShrinkOptions) (*ShrinkResult, error) {
 	}
 	s.prop = prop
 	s.cur = explicit(cfg, first)
-	s.size = sizeOf(s.cur, first)
+	s.size = s.sizeOf(s.cur, first)
 	before := s.size
 	if !s.try("explicit", s.cur) {
 		return nil, fmt.Errorf("the run made explicit (its actions, faults and mix as data) no longer violates %s", prop)
@@ -136,7 +148,7 @@ func Shrink(cfg Config, opt ShrinkOptions) (*ShrinkResult, error) {
 	if !hasProperty(vs, prop) {
 		return nil, fmt.Errorf("the shrunk run did not violate %s again (a determinism bug)", prop)
 	}
-	out := &ShrinkResult{Config: final, Property: prop, Before: before, After: sizeOf(final, last), Runs: s.runs,
+	out := &ShrinkResult{Config: final, Property: prop, Before: before, After: s.sizeOf(final, last), Runs: s.runs,
 		OutOfBudget: s.spent, Final: last, Modes: s.modes, Elapsed: time.Since(s.start)}
 	out.Config.KeepTrace = false
 	for _, v := range vs {
@@ -178,6 +190,8 @@ type shrinker struct {
 	spent bool
 	modes []*Result
 	kept  int // candidates kept
+	// traceLines is the last run's trace length as the Runner reported it.
+	traceLines int
 }
 
 // run runs cfg (under Equiv: its calm variant in every mode) and returns
@@ -185,7 +199,12 @@ type shrinker struct {
 // complete (which is no failure of a property).
 func (s *shrinker) run(cfg Config) (*Result, []model.Violation, error) {
 	if !s.opt.Equiv {
-		r := Run(s.opt.T, cfg)
+		var r *Result
+		if s.opt.Runner != nil {
+			r, s.traceLines = s.opt.Runner(cfg)
+		} else {
+			r = Run(s.opt.T, cfg)
+		}
 		if err := runErr(r); err != nil {
 			return r, nil, err
 		}
@@ -231,7 +250,7 @@ func (s *shrinker) try(stage string, cand Config) bool {
 		s.refused(stage, vs, err)
 		return false
 	}
-	s.cur, s.size = cand, sizeOf(cand, r)
+	s.cur, s.size = cand, s.sizeOf(cand, r)
 	s.kept++
 	s.report(stage)
 	return true
@@ -562,6 +581,15 @@ func endKind(f Fault) model.FaultKind {
 
 func sortFaults(fs []Fault) {
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
+}
+
+// sizeOf measures cfg as its last run r played it.
+func (s *shrinker) sizeOf(cfg Config, r *Result) ShrinkSize {
+	z := sizeOf(cfg, r)
+	if s.opt.Runner != nil {
+		z.TraceLines = s.traceLines
+	}
+	return z
 }
 
 // sizeOf measures cfg as run r played it.

@@ -104,6 +104,44 @@ func TestShrinkKeepsTheProperty(t *testing.T) {
 	assert.Equal(t, res.Final.TraceHash, twice.Final.TraceHash)
 }
 
+// A Runner (relaysim shrink -isolate's child processes) runs every run of
+// the shrink in place of Run: the first, each candidate and the final one.
+// It reports a run as far as the shrinker reads it, and its trace's length;
+// the shrink is the same as in-process (here the runner runs in-process,
+// the injected bug added to what it reports).
+func TestShrinkThroughARunner(t *testing.T) {
+	if testing.Short() {
+		t.Skip("shrinks twice: about 100 runs")
+	}
+	cfg := shrinkConfig()
+	opt := ShrinkOptions{Property: propCrossAfterCrash, MaxRuns: 400, T: t, extraCheck: injectedBug}
+	inProcess, err := Shrink(cfg, opt)
+	require.NoError(t, err)
+
+	calls := 0
+	opt.extraCheck = nil
+	opt.Runner = func(c Config) (*Result, int) {
+		calls++
+		r := Run(t, c)
+		// What a child reports: no trace, no history.
+		out := &Result{Config: c, Violations: append(slices.Clip(r.Violations), injectedBug(r.History)...), Steps: r.Steps,
+			Actions: r.Actions, Faults: r.Faults, Mix: r.Mix, Channels: r.Channels, StreamBacklog: r.StreamBacklog, Err: r.Err, BubbleErr: r.BubbleErr}
+		return out, r.Trace.Lines() + 1000
+	}
+	res, err := Shrink(cfg, opt)
+	require.NoError(t, err)
+	assert.Equal(t, inProcess.Config.Actions, res.Config.Actions)
+	assert.Equal(t, inProcess.Config.Faults, res.Config.Faults)
+	assert.Equal(t, inProcess.Runs, res.Runs)
+	assert.Equal(t, res.Runs+2, calls, "the first run, every candidate and the final run")
+	assert.Equal(t, inProcess.After.TraceLines+1000, res.After.TraceLines, "the runner's count")
+	assert.Equal(t, inProcess.Before.TraceLines+1000, res.Before.TraceLines)
+
+	opt.Equiv = true
+	_, err = Shrink(cfg, opt)
+	assert.ErrorContains(t, err, "not with Equiv")
+}
+
 func TestShrinkRefusesAPassingRun(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.Duration, cfg.Drain = time.Second, 5*time.Second

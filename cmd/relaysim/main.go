@@ -62,6 +62,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdExplore(args[1:], stdout, stderr)
 	case "shrink":
 		return cmdShrink(args[1:], stdout, stderr)
+	case "shrink-run": // started by shrink -isolate (isolate.go); not for people
+		return cmdShrinkRun(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK

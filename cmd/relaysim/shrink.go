@@ -22,6 +22,7 @@ type shrinkFlags struct {
 	equiv        bool
 	keepSchedule bool
 	verbose      bool
+	isolate      bool
 }
 
 // cmdShrink reduces a failing seed to a small run that fails on the same
@@ -40,6 +41,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	f.fs.BoolVar(&sf.equiv, "equiv", false, "shrink the seed's calm variant while its mode-equivalence check fails on the property (the modes disagree, or a mode's calm run violates it)")
 	f.fs.BoolVar(&sf.keepSchedule, "keep-schedule", false, "keep the seed's schedule (skip trying the first-pick schedule)")
 	f.fs.BoolVar(&sf.verbose, "v", false, "print every stage and every candidate, kept or refused (and why), on stderr, one line each")
+	f.fs.BoolVar(&sf.isolate, "isolate", false, "run every candidate in a child process of this binary (default: only for a run that leaves goroutines behind, which ends the process running it: -property no-goroutine-leaks, or no -property and the seed's run leaks)")
 	if err := f.parse(args); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
@@ -54,9 +56,33 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	if f.cfg.Scheduler == "exhaustive" {
 		return usageError(stderr, "shrink", fmt.Errorf("-scheduler exhaustive explores many schedules; shrink shrinks one run (random, pct or first)"))
 	}
+	if sf.isolate && sf.equiv {
+		return usageError(stderr, "shrink", fmt.Errorf("-isolate runs one mode's run per child; not with -equiv"))
+	}
 	prog := newShrinkProgress(stderr, sf.verbose)
 	opt := sim.ShrinkOptions{Property: sf.property, Equiv: sf.equiv, MaxRuns: sf.maxRuns, Budget: sf.budget,
 		KeepSchedule: sf.keepSchedule, Progress: prog.update}
+	iso, err := shrinkIsolation(f, sf)
+	if err != nil {
+		fmt.Fprintf(stderr, "relaysim shrink: %v\n", err)
+		return exitHarness
+	}
+	if iso != nil {
+		defer iso.close()
+		opt.Runner = iso.run
+		if sf.verbose {
+			fmt.Fprintf(stderr, "shrink: every run in a child process (-isolate)\n")
+		}
+	} else {
+		again := "shrink again with -isolate"
+		if sf.equiv {
+			again = "shrink the calm run of the mode that leaks alone instead (-mode M -calm -isolate; -isolate does not take -equiv)"
+		}
+		f.cfg.OnLeftovers = func(*sim.Result) {
+			fmt.Fprintf(stderr, "relaysim shrink: a run left goroutines behind after teardown (%s), which ends this process: %s\n", model.PropGoroutineLeak, again)
+			os.Exit(exitHarness)
+		}
+	}
 	res, err := sim.Shrink(f.cfg, opt)
 	prog.finish()
 	if err != nil {
@@ -67,14 +93,29 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 		return exitHarness
 	}
 	replay := shrinkCommand(f)
-	if sf.out != "" {
-		if err := writeStory(sf.out, res, replay); err != nil {
+	story := sf.out
+	if iso != nil && story == "" {
+		// The banner comes from the story's replay in a child: keep the
+		// story, so that the replay line it prints works.
+		tmp, err := os.CreateTemp("", "relaysim-shrunk-*.txt")
+		if err != nil {
+			fmt.Fprintf(stderr, "relaysim shrink: %v\n", err)
+			return exitHarness
+		}
+		story = tmp.Name()
+		_ = tmp.Close()
+	}
+	if story != "" {
+		if err := writeStory(story, res, replay); err != nil {
 			fmt.Fprintf(stderr, "relaysim shrink: -o: %v\n", err)
 			return exitHarness
 		}
-		replay = fmt.Sprintf("%s ./cmd/relaysim replay -story %s", goRun(), sf.out)
+		replay = fmt.Sprintf("%s ./cmd/relaysim replay -story %s", goRun(), story)
 	}
-	printShrink(stdout, res, sf.out)
+	printShrink(stdout, res, story)
+	if iso != nil {
+		return replayIsolated(iso, story, f.trace, f.timeline, stdout, stderr)
+	}
 	if f.trace != "" {
 		if err := os.WriteFile(f.trace, []byte(res.Final.Trace.Text()), 0o644); err != nil {
 			fmt.Fprintf(stderr, "relaysim shrink: write trace: %v\n", err)
@@ -107,6 +148,36 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	printSummary(stdout, "shrink", res.Final, code, replay)
 	fmt.Fprintf(stdout, "trace-hash: %s\n", res.Final.TraceHash)
 	return code
+}
+
+// shrinkIsolation is the isolator when the shrink's runs go to child
+// processes (-isolate; by default when the property is
+// no-goroutine-leaks, or when no property is given and the seed's run,
+// played once in a child, leaks), else nil.
+func shrinkIsolation(f *runFlags, sf shrinkFlags) (*isolator, error) {
+	isolate := sf.isolate
+	auto := !set(f.fs, "isolate") && !sf.equiv
+	if auto && sf.property == model.PropGoroutineLeak {
+		isolate = true
+	}
+	if !isolate && !auto {
+		return nil, nil
+	}
+	iso, err := newIsolator()
+	if err != nil {
+		return nil, err
+	}
+	if !isolate && sf.property == "" {
+		cfg := f.cfg
+		cfg.KeepTrace = false
+		r, _ := iso.run(cfg)
+		isolate = slices.ContainsFunc(r.Violations, func(v model.Violation) bool { return v.Property == model.PropGoroutineLeak })
+	}
+	if !isolate {
+		iso.close()
+		return nil, nil
+	}
+	return iso, nil
 }
 
 // printShrink prints what the shrink did and the run it left.
@@ -170,9 +241,12 @@ func shrinkCommand(f *runFlags) string {
 func writeStory(path string, res *sim.ShrinkResult, command string) error {
 	c := res.Config
 	comment := fmt.Sprintf("Shrunk by: %s\nIt violates %s (%s -> %s).\n%s", command, res.Property, res.Before, res.After, res.Violation)
+	format := formatStory
 	if res.Modes != nil {
-		// The calm run that violates the property itself, if one does;
-		// else the first mode's, which only disagrees with the others.
+		// The calm run that violates the property itself, if one does:
+		// a story of that mode alone. Else the modes only disagree: the
+		// two-mode form, whose equiv runs every mode's calm run and
+		// compares them.
 		c = res.Modes[0].Config
 		found := false
 		for _, r := range res.Modes {
@@ -182,11 +256,12 @@ func writeStory(path string, res *sim.ShrinkResult, command string) error {
 			}
 		}
 		if !found {
-			comment += "\nA mode-equivalence failure: this is the calm run in one mode, which holds on its own; the modes disagree (relaysim equiv)."
+			comment += "\nA mode-equivalence failure: each mode's calm run holds on its own, but the modes disagree on what users received; equiv runs the story in every mode and compares them (as relaysim equiv does)."
+			format = formatEquivStory
 		}
 		c.KeepTrace = false
 	}
-	text, err := formatStory(c, comment)
+	text, err := format(c, comment)
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/scenarios"
 	"github.com/relaysim/relaysim/sim"
 )
@@ -56,13 +58,17 @@ func cmdReplayStory(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
 		return exitUsage
 	}
-	cfg, err := scenarios.ParseStory(*path, string(text))
+	st, err := scenarios.ReadStory(*path, string(text))
 	if err != nil {
 		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
 		return exitUsage
 	}
+	cfg := st.Config
 	cfg.KeepTrace = *trace != "" || *timeline != ""
 	replay := fmt.Sprintf("%s ./cmd/relaysim replay -story %s", goRun(), *path)
+	if st.Equiv {
+		return replayEquivStory(cfg, *path, replay, *trace, *timeline, stdout, stderr)
+	}
 	report := func(res *sim.Result, rerun bool) int {
 		if *trace != "" && res.Trace != nil {
 			if err := os.WriteFile(*trace, []byte(res.Trace.Text()), 0o644); err != nil {
@@ -96,4 +102,72 @@ func cmdReplayStory(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res, false)) }
 	return report(sim.Run(nil, cfg), true)
+}
+
+// replayEquivStory plays a two-mode story (one that ends with equiv): the
+// story's run in every mode, each judged on its own, and what every user
+// received compared across them, printed as relaysim equiv prints a seed's
+// check (its summary line has mode "all" and the last line is
+// "equiv-hashes: ..."). -trace and -timeline write a file per mode, the
+// mode's name before the extension.
+func replayEquivStory(cfg sim.Config, path, replay, trace, timeline string, stdout, stderr io.Writer) int {
+	runs, vs := sim.Equivalence(nil, cfg)
+	fmt.Fprintf(stdout, "story:       %s (%d actions, %d faults; equiv: every mode)\n", path, len(cfg.Actions), len(cfg.Faults))
+	code := exitOK
+	if len(vs) > 0 {
+		code = exitFail
+	}
+	var hashes, errs []string
+	var all []model.Violation
+	for _, r := range runs {
+		mode := string(r.Config.Mode)
+		if trace != "" && r.Trace != nil {
+			if err := os.WriteFile(perMode(trace, mode), []byte(r.Trace.Text()), 0o644); err != nil {
+				fmt.Fprintf(stderr, "relaysim: write trace: %v\n", err)
+			}
+		}
+		if timeline != "" && r.History != nil {
+			if err := writeTimeline(perMode(timeline, mode), "relaysim replay -story "+path+" ("+mode+")", replay, r); err != nil {
+				fmt.Fprintf(stderr, "relaysim: write timeline: %v\n", err)
+			} else {
+				fmt.Fprintf(stdout, "timeline:    %s (open it in a browser)\n", perMode(timeline, mode))
+			}
+		}
+		summary(stdout, r)
+		if r.Failed() {
+			fmt.Fprint(stdout, Banner(sim.WholeTrace(nil, r), replay, ""))
+		}
+		code = worse(code, exitCode(r))
+		all = append(all, r.Violations...)
+		if e := runError(r); e != "" {
+			errs = append(errs, mode+": "+e)
+		}
+		hashes = append(hashes, r.TraceHash)
+	}
+	if len(vs) > 0 {
+		fmt.Fprintf(stdout, "mode equivalence FAILED for story %s: %s\n", path, model.Summarize(vs))
+		for i, v := range vs {
+			if i == 10 {
+				fmt.Fprintf(stdout, "... and %d more\n", len(vs)-10)
+				break
+			}
+			fmt.Fprintf(stdout, "violated: %s\n", v)
+		}
+		fmt.Fprintf(stdout, "replay:  %s\n", replay)
+	}
+	s := runSummary{Summary: classOf(code), Exit: code, Command: "replay", Seed: cfg.Seed.String(), Mode: "all",
+		Violations: propertiesOf(append(all, vs...)), Error: strings.Join(errs, "; "), TraceHash: strings.Join(hashes, " ")}
+	if code != exitOK {
+		s.Replay = replay
+	}
+	writeSummary(stdout, s)
+	fmt.Fprintf(stdout, "equiv-hashes: %s\n", strings.Join(hashes, " "))
+	return code
+}
+
+// perMode is path with the mode's name before its extension
+// (trace.txt -> trace.bulk.txt).
+func perMode(path, mode string) string {
+	ext := filepath.Ext(path)
+	return strings.TrimSuffix(path, ext) + "." + mode + ext
 }

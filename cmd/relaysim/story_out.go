@@ -10,3 +10,9 @@ import (
 func formatStory(cfg sim.Config, comment string) (string, error) {
 	return scenarios.FormatStory(cfg, comment), nil
 }
+
+// formatEquivStory renders a run as a two-mode story: its equiv runs it in
+// every mode and compares them (scenarios.FormatEquivStory).
+func formatEquivStory(cfg sim.Config, comment string) (string, error) {
+	return scenarios.FormatEquivStory(cfg, comment), nil
+}
