@@ -6,7 +6,9 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"testing/synctest"
@@ -22,6 +24,7 @@ var (
 	exploreBench = flag.String("explore.bench", "", "write the model checker's measurements (naive vs reduced per story, mode, bound, crash budget) as a markdown table to this file (make explore)")
 	benchCap     = flag.Duration("explore.cap", 30*time.Second, "CPU-time cap of each search in -explore.bench")
 	benchDeeper  = flag.Int("explore.deeper", 1, "-explore.bench also measures each story at its pinned bound plus 1..N")
+	benchBounds  = flag.String("explore.bounds", "", "-explore.bench measures each story at these preemption bounds (comma-separated) besides its pinned one, instead of -explore.deeper")
 )
 
 func cpuTime() time.Duration {
@@ -75,8 +78,19 @@ func TestExploreBench(t *testing.T) {
 		text = strip.ReplaceAllString(text, "explore")
 		type config struct{ bound, crashes int }
 		configs := []config{{pinned, 0}}
-		for k := 1; k <= *benchDeeper; k++ {
-			configs = append(configs, config{pinned + k, 0})
+		if *benchBounds != "" {
+			for _, f := range strings.Split(*benchBounds, ",") {
+				b, err := strconv.Atoi(strings.TrimSpace(f))
+				require.NoError(t, err, "-explore.bounds")
+				if b != pinned {
+					configs = append(configs, config{b, 0})
+				}
+			}
+			slices.SortFunc(configs, func(a, b config) int { return a.bound - b.bound })
+		} else {
+			for k := 1; k <= *benchDeeper; k++ {
+				configs = append(configs, config{pinned + k, 0})
+			}
 		}
 		configs = append(configs, config{pinned, 1})
 		for _, mode := range system.Modes {
