@@ -147,7 +147,7 @@ func (iso *isolator) run(cfg sim.Config) (*sim.Result, int) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var out isolatedRun
-	if jerr := json.Unmarshal(lastNonEmptyLine(stdout.Bytes()), &out); jerr != nil {
+	if jerr := json.Unmarshal([]byte(tailLine(stdout.String())), &out); jerr != nil {
 		res.Err = fmt.Errorf("child process (run %d): %v, no result: %s", iso.runs, err, tailLine(stderr.String()))
 		return res, 0
 	}
@@ -166,12 +166,6 @@ func (iso *isolator) run(cfg sim.Config) (*sim.Result, int) {
 		res.BubbleErr = errors.New(out.BubbleErr)
 	}
 	return res, out.TraceLines
-}
-
-// lastNonEmptyLine is b's last non-empty line.
-func lastNonEmptyLine(b []byte) []byte {
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	return lines[len(lines)-1]
 }
 
 // tailLine is s's last non-empty line ("no output" for none).
