@@ -141,10 +141,10 @@ func (r *run) failedRun(oc Outcome, job []string) {
 		r.res.TraceHash = s.TraceHash
 	}
 	if job[0] == "equiv" {
-		r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim equiv %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
+		r.res.Replay = fmt.Sprintf("go tool -overlay=%s relaysim equiv %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
 		return
 	}
-	r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim replay %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
+	r.res.Replay = fmt.Sprintf("go tool -overlay=%s relaysim replay %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
 }
 
 // explore runs the model checker on the mutant's story (relaysim explore
@@ -171,7 +171,7 @@ func (r *run) explore(ctx context.Context) {
 		if oc.Failed || oc.TimedOut {
 			r.res.Verdict = Judge(r.m.Property, oc)
 			if ok && s.Replay != "" {
-				r.res.Replay = fmt.Sprintf("go run -overlay=%s ./cmd/relaysim %s", r.overlay, strings.TrimPrefix(s.Replay, "relaysim "))
+				r.res.Replay = fmt.Sprintf("go tool -overlay=%s relaysim %s", r.overlay, strings.TrimPrefix(s.Replay, "relaysim "))
 			}
 			return
 		}

@@ -93,7 +93,12 @@ func waitRedis(ctx context.Context, addr string, p *proc, timeout time.Duration)
 	defer rdb.Close()
 	deadline := time.Now().Add(timeout)
 	for {
-		err := rdb.Ping(ctx).Err()
+		// Knock first: while nothing listens, go-redis's pool would log
+		// every failed dial ("connection refused") on its own.
+		err := knock(ctx, addr)
+		if err == nil {
+			err = rdb.Ping(ctx).Err()
+		}
 		if err == nil {
 			return nil
 		}
@@ -105,6 +110,16 @@ func waitRedis(ctx context.Context, addr string, p *proc, timeout time.Duration)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// knock reports whether something accepts TCP connections at addr.
+func knock(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }
 
 // startRedis runs redis-server on the run's port with its files in the

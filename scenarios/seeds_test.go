@@ -74,7 +74,7 @@ func runChurnOnly(t *testing.T, seed sim.Seed) {
 	cfg.Seed = seed
 	res := sim.Run(t, cfg)
 	if res.Failed() {
-		replay := fmt.Sprintf("go run%s ./cmd/relaysim replay -seed %s -mode %s -churn-only -trace trace.txt", overlayArg(), seed, mode)
+		replay := fmt.Sprintf("go tool%s relaysim replay -seed %s -mode %s -churn-only -trace trace.txt", overlayArg(), seed, mode)
 		t.Fatalf("churn-only variant %s: %s\n%s", mode, model.Summarize(res.Violations), sim.Banner(sim.WholeTrace(t, res), replay, commit()))
 	}
 }
@@ -87,7 +87,7 @@ func runEquivalence(t *testing.T, seed sim.Seed) {
 	runs, vs := sim.Equivalence(t, cfg)
 	var replays []string
 	for _, r := range runs {
-		replays = append(replays, fmt.Sprintf("go run%s ./cmd/relaysim replay -seed %s -mode %s -calm -trace trace.txt", overlayArg(), seed, r.Config.Mode))
+		replays = append(replays, fmt.Sprintf("go tool%s relaysim replay -seed %s -mode %s -calm -trace trace.txt", overlayArg(), seed, r.Config.Mode))
 		if r.Failed() {
 			t.Errorf("calm variant %s: %s\n%s", r.Config.Mode, model.Summarize(r.Violations), sim.Banner(r, replays[len(replays)-1], "this commit"))
 		}

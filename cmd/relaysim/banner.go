@@ -27,11 +27,11 @@ func shrinkOf(replay string) string {
 	return strings.Replace(cmd, "relaysim replay ", "relaysim shrink ", 1)
 }
 
-// commitNote explains an unknown commit: go run stamps no VCS information
+// commitNote explains an unknown commit: go tool and go run stamp no VCS information
 // into the binary it runs.
 func commitNote(c string) string {
 	if c == "unknown" {
-		return "unknown; go run and -buildvcs=false stamp no VCS information into the binary"
+		return "unknown; go tool, go run and -buildvcs=false stamp no VCS information into the binary"
 	}
 	return c
 }

@@ -21,7 +21,7 @@ func TestRunChurnOnlyFlag(t *testing.T) {
 	assert.False(t, f.cfg.Calm)
 	assert.Equal(t, sim.NoFaults(), f.cfg.Bounds, "the fault flags are overridden, as under -calm")
 	assert.Equal(t, 2.0, f.cfg.Churn, "-churn is still the workload's churn rate")
-	assert.Equal(t, "go run ./cmd/relaysim replay -seed 0x5 -mode stream -churn=2 -churn-only=true -max-crashes=0 -trace trace.txt", replayCommand(f))
+	assert.Equal(t, "go tool relaysim replay -seed 0x5 -mode stream -churn=2 -churn-only=true -max-crashes=0 -trace trace.txt", replayCommand(f))
 
 	// The replay command parses back into the same configuration.
 	r := newRunFlags("replay", &bytes.Buffer{})
@@ -47,7 +47,7 @@ func argsOf(t *testing.T, cmd string) []string {
 	t.Helper()
 	fields := strings.Fields(cmd)
 	for i, f := range fields {
-		if f == "./cmd/relaysim" && i+1 < len(fields) {
+		if f == "relaysim" && i+1 < len(fields) {
 			return fields[i+2:]
 		}
 	}
@@ -76,7 +76,7 @@ func TestSweepChurnVariant(t *testing.T) {
 	require.True(t, j.churn)
 	assert.Equal(t, []string{"run", "-seed", "0x5", "-mode", "stream", "-churn-only"}, j.args())
 	replay := j.replay(sp.extra)
-	assert.Equal(t, "go run ./cmd/relaysim replay -seed 0x5 -mode stream -churn-only -users=5 -trace trace.txt", replay)
+	assert.Equal(t, "go tool relaysim replay -seed 0x5 -mode stream -churn-only -users=5 -trace trace.txt", replay)
 	f := newRunFlags("replay", &bytes.Buffer{})
 	require.NoError(t, f.parse(argsOf(t, replay)))
 	assert.True(t, f.cfg.ChurnOnly)

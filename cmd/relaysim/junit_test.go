@@ -24,7 +24,7 @@ result:      FAIL 1 violations
 relaysim FAILED  seed=0x2b mode=bulk scheduler=random channels=2
 violated: no-loss: room r1 seq 7: acked but not in the room log (trace line 120)
 trace-hash 0badc0de
-replay:  go run ./cmd/relaysim replay -seed 0x2b -mode bulk -users=5 -trace trace.txt
+replay:  go tool relaysim replay -seed 0x2b -mode bulk -users=5 -trace trace.txt
 ==============================================================================
 trace-hash: 0badc0de
 `
@@ -72,7 +72,7 @@ func TestJUnitReport(t *testing.T) {
 	require.NotNil(t, f)
 	assert.Equal(t, "no-loss: room r1 seq 7: acked but not in the room log (trace line 120)", f.Message)
 	assert.Equal(t, "violation", f.Type)
-	assert.Contains(t, f.Text, "replay: go run ./cmd/relaysim replay -seed 0x2b -mode bulk -users=5 -trace trace.txt")
+	assert.Contains(t, f.Text, "replay: go tool relaysim replay -seed 0x2b -mode bulk -users=5 -trace trace.txt")
 	assert.Contains(t, f.Text, "relaysim FAILED  seed=0x2b")
 	assert.NotContains(t, f.Text, "result:", "the summary is not the banner")
 	assert.Equal(t, "crash", cases[2].Failure.Type)

@@ -59,7 +59,7 @@ func TestLeftoverGoroutinesKeepTheRunsFiles(t *testing.T) {
 	s, ok := mutants.ParseSummary(string(out))
 	require.True(t, ok, "%s", out)
 	assert.Equal(t, []string{model.PropGoroutineLeak}, s.Violations)
-	assert.Equal(t, "go run -overlay="+overlay+" ./cmd/relaysim replay -seed 0x1 -mode bulk -trace trace.txt", s.Replay)
+	assert.Equal(t, "go tool -overlay="+overlay+" relaysim replay -seed 0x1 -mode bulk -trace trace.txt", s.Replay)
 	assert.Contains(t, string(out), "replay:  "+s.Replay+"\n", "the banner's replay line")
 
 	for _, f := range []string{prof, trace} {

@@ -160,9 +160,9 @@ func junitHashes(t *testing.T, path string) map[string]string {
 func TestReplayCommand(t *testing.T) {
 	f := newRunFlags("run", &bytes.Buffer{})
 	require.NoError(t, f.parse([]string{"-seed", "0x2a", "-mode", "single", "-users", "5", "-trace", "x.txt"}))
-	assert.Equal(t, "go run ./cmd/relaysim replay -seed 0x2a -mode single -users=5 -trace trace.txt", replayCommand(f))
+	assert.Equal(t, "go tool relaysim replay -seed 0x2a -mode single -users=5 -trace trace.txt", replayCommand(f))
 	t.Setenv("RELAYSIM_OVERLAY", "/tmp/m.json")
-	assert.Equal(t, "go run -overlay=/tmp/m.json ./cmd/relaysim replay -seed 0x2a -mode single -users=5 -trace trace.txt", replayCommand(f))
+	assert.Equal(t, "go tool -overlay=/tmp/m.json relaysim replay -seed 0x2a -mode single -users=5 -trace trace.txt", replayCommand(f))
 }
 
 // A test binary carries no VCS stamp: the banner says the commit is

@@ -342,21 +342,21 @@ func replayCommand(f *runFlags) string {
 			parts = append(parts, fmt.Sprintf("-%s=%s", fl.Name, fl.Value))
 		}
 	})
-	cmd := fmt.Sprintf("%s ./cmd/relaysim replay -seed %s -mode %s", goRun(), f.cfg.Seed, f.cfg.Mode)
+	cmd := fmt.Sprintf("%s relaysim replay -seed %s -mode %s", goRun(), f.cfg.Seed, f.cfg.Mode)
 	if len(parts) > 0 {
 		cmd += " " + strings.Join(parts, " ")
 	}
 	return cmd + " -trace trace.txt"
 }
 
-// goRun is "go run" with the overlay of the catalog mutant this binary was
+// goRun is "go tool" with the overlay of the catalog mutant this binary was
 // built with, if any (mutants.Apply: a mutant build sets RELAYSIM_OVERLAY
 // when it starts), so that a printed command builds the same code.
 func goRun() string {
 	if o := os.Getenv(mutants.OverlayEnv); o != "" {
-		return "go run -overlay=" + o
+		return "go tool -overlay=" + o
 	}
-	return "go run"
+	return "go tool"
 }
 
 // set reports whether the command line set the flag.

@@ -110,7 +110,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "relaysim shrink: -o: %v\n", err)
 			return exitHarness
 		}
-		replay = fmt.Sprintf("%s ./cmd/relaysim replay -story %s", goRun(), story)
+		replay = fmt.Sprintf("%s relaysim replay -story %s", goRun(), story)
 	}
 	printShrink(stdout, res, story)
 	if iso != nil {

@@ -32,7 +32,7 @@ func TestShrinkACatalogMutant(t *testing.T) {
 
 	// The failing run's banner names the shrink command, overlay included.
 	run, _ := exec.Command(bin, "run", "-seed", "0x1", "-mode", "single").Output()
-	assert.Contains(t, string(run), "shrink:  go run -overlay="+overlay+" ./cmd/relaysim shrink -seed 0x1 -mode single\n")
+	assert.Contains(t, string(run), "shrink:  go tool -overlay="+overlay+" relaysim shrink -seed 0x1 -mode single\n")
 
 	story := filepath.Join(t.TempDir(), "gap.txt")
 	cmd := exec.Command(bin, "shrink", "-seed", "0x1", "-mode", "single", "-max-runs", "300", "-o", story)
@@ -44,7 +44,7 @@ func TestShrinkACatalogMutant(t *testing.T) {
 	got := string(b)
 	assert.Contains(t, got, "property=per-room-ordering")
 	assert.Contains(t, got, "violated: per-room-ordering: ")
-	assert.Contains(t, got, "replay:  go run -overlay="+overlay+" ./cmd/relaysim replay -story "+story+"\n")
+	assert.Contains(t, got, "replay:  go tool -overlay="+overlay+" relaysim replay -story "+story+"\n")
 	before, after := sizes(t, got, "before:"), sizes(t, got, "after:")
 	t.Logf("before %v after %v", before, after)
 	assert.Less(t, after["actions"], before["actions"])
@@ -55,7 +55,7 @@ func TestShrinkACatalogMutant(t *testing.T) {
 	// The story replays the shrunk run: the same failure, the same hash.
 	text, err := os.ReadFile(story)
 	require.NoError(t, err)
-	assert.Contains(t, string(text), "# Shrunk by: go run -overlay="+overlay+" ./cmd/relaysim shrink -seed 0x1 -mode single -max-runs=300\n")
+	assert.Contains(t, string(text), "# Shrunk by: go tool -overlay="+overlay+" relaysim shrink -seed 0x1 -mode single -max-runs=300\n")
 	replayed, err := exec.Command(bin, "replay", "-story", story).Output()
 	require.ErrorAs(t, err, &exit, "the story fails while the bug is there:\n%s", replayed)
 	assert.Contains(t, string(replayed), "violated: per-room-ordering: ")
@@ -98,7 +98,7 @@ func TestShrinkIsolatedGoroutineLeak(t *testing.T) {
 	assert.Contains(t, got, "property=no-goroutine-leaks")
 	assert.Contains(t, got, "violated: no-goroutine-leaks: ")
 	assert.Contains(t, got, `"command":"shrink"`)
-	assert.Contains(t, got, "replay:  go run -overlay="+overlay+" ./cmd/relaysim replay -story "+story+"\n")
+	assert.Contains(t, got, "replay:  go tool -overlay="+overlay+" relaysim replay -story "+story+"\n")
 	before, after := sizes(t, got, "before:"), sizes(t, got, "after:")
 	t.Logf("before %v after %v", before, after)
 	assert.LessOrEqual(t, after["actions"], 2)
@@ -154,7 +154,7 @@ func TestShrinkEquivWritesATwoModeStory(t *testing.T) {
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "a shrunk failure exits 1:\n%s", b)
 	got := string(b)
-	assert.Contains(t, got, "replay:  go run -overlay="+overlay+" ./cmd/relaysim replay -story "+story+"\n")
+	assert.Contains(t, got, "replay:  go tool -overlay="+overlay+" relaysim replay -story "+story+"\n")
 	t.Logf("after %v", sizes(t, got, "after:"))
 	text, err := os.ReadFile(story)
 	require.NoError(t, err)
@@ -199,9 +199,9 @@ func sizes(t *testing.T, out, prefix string) map[string]int {
 // command, with the same build and flags.
 func TestShrinkOfReplay(t *testing.T) {
 	for _, tc := range []struct{ replay, want string }{
-		{"go run ./cmd/relaysim replay -seed 0x2 -mode bulk -users=5 -trace trace.txt", "go run ./cmd/relaysim shrink -seed 0x2 -mode bulk -users=5"},
-		{"go run -overlay=/tmp/o.json ./cmd/relaysim replay -seed 0x1 -mode single -trace trace.txt", "go run -overlay=/tmp/o.json ./cmd/relaysim shrink -seed 0x1 -mode single"},
-		{"go run ./cmd/relaysim equiv -seed 0x9", "go run ./cmd/relaysim shrink -equiv -seed 0x9"},
+		{"go tool relaysim replay -seed 0x2 -mode bulk -users=5 -trace trace.txt", "go tool relaysim shrink -seed 0x2 -mode bulk -users=5"},
+		{"go tool -overlay=/tmp/o.json relaysim replay -seed 0x1 -mode single -trace trace.txt", "go tool -overlay=/tmp/o.json relaysim shrink -seed 0x1 -mode single"},
+		{"go tool relaysim equiv -seed 0x9", "go tool relaysim shrink -equiv -seed 0x9"},
 	} {
 		assert.Equal(t, tc.want, shrinkOf(tc.replay))
 	}

@@ -65,7 +65,7 @@ func cmdReplayStory(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg := st.Config
 	cfg.KeepTrace = *trace != "" || *timeline != ""
-	replay := fmt.Sprintf("%s ./cmd/relaysim replay -story %s", goRun(), *path)
+	replay := fmt.Sprintf("%s relaysim replay -story %s", goRun(), *path)
 	if st.Equiv {
 		return replayEquivStory(cfg, *path, replay, *trace, *timeline, stdout, stderr)
 	}

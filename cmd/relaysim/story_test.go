@@ -61,7 +61,7 @@ func TestReplayStory(t *testing.T) {
 	assert.Equal(t, exitFail, code, "%s%s", out, errOut)
 	assert.Contains(t, out, "relaysim FAILED")
 	assert.Contains(t, out, "violated: timely-live-delivery")
-	assert.Contains(t, out, "go run -overlay="+overlay+" ./cmd/relaysim replay -story "+calm)
+	assert.Contains(t, out, "go tool -overlay="+overlay+" relaysim replay -story "+calm)
 
 	bad := filepath.Join(t.TempDir(), "bad.txt")
 	text, err := os.ReadFile(story)

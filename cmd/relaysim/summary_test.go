@@ -48,13 +48,13 @@ func TestSummaryLineReadsBack(t *testing.T) {
 	}}
 	res.Config.Seed, res.Config.Mode = 0x2a, "bulk"
 	var out bytes.Buffer
-	printSummary(&out, "run", res, exitCode(res), "go run ./cmd/relaysim replay -seed 0x2a -mode bulk")
+	printSummary(&out, "run", res, exitCode(res), "go tool relaysim replay -seed 0x2a -mode bulk")
 	require.Equal(t, 1, strings.Count(out.String(), "\n"))
 	s, ok := mutants.ParseSummary("result: FAIL\n" + out.String() + "trace-hash: c0ffee\n")
 	require.True(t, ok, out.String())
 	assert.Equal(t, mutants.Summary{Summary: "violation", Exit: 1, Command: "run", Seed: "0x2a", Mode: "bulk",
 		Violations: []string{"per-room-ordering", "no-loss"}, Error: "write history: disk full", TraceHash: "c0ffee",
-		Replay: "go run ./cmd/relaysim replay -seed 0x2a -mode bulk"}, s)
+		Replay: "go tool relaysim replay -seed 0x2a -mode bulk"}, s)
 }
 
 // An empty shard is legitimate but never silent; the counts say seeds and
@@ -88,10 +88,10 @@ func TestSweepCountsSeedsAndRunsApart(t *testing.T) {
 func TestPrintedCommandsKeepTheOverlay(t *testing.T) {
 	t.Setenv(mutants.OverlayEnv, "/tmp/m/overlay.json")
 	j := &sweepJob{seed: 3, mode: "bulk"}
-	assert.Equal(t, "go run -overlay=/tmp/m/overlay.json ./cmd/relaysim replay -seed 0x3 -mode bulk -users=5 -trace trace.txt", j.replay([]string{"-users=5"}))
+	assert.Equal(t, "go tool -overlay=/tmp/m/overlay.json relaysim replay -seed 0x3 -mode bulk -users=5 -trace trace.txt", j.replay([]string{"-users=5"}))
 	f := newRunFlags("equiv", &bytes.Buffer{})
 	require.NoError(t, f.parse([]string{"-seed", "0x3", "-users", "5"}))
-	assert.Equal(t, "go run -overlay=/tmp/m/overlay.json ./cmd/relaysim equiv -seed 0x3 -users=5", equivCommand(f))
+	assert.Equal(t, "go tool -overlay=/tmp/m/overlay.json relaysim equiv -seed 0x3 -users=5", equivCommand(f))
 }
 
 // run and equiv print the summary line just before their last line, and

@@ -324,7 +324,7 @@ func (j *sweepJob) label() string {
 
 // replay is the command that runs the job again on its own.
 func (j *sweepJob) replay(extra []string) string {
-	cmd := goRun() + " ./cmd/relaysim " + strings.Join(j.args(), " ") + joinArgs(extra)
+	cmd := goRun() + " relaysim " + strings.Join(j.args(), " ") + joinArgs(extra)
 	if j.mode == equivMode {
 		return cmd
 	}
