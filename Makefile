@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: shrink-table all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories
+.PHONY: shrink-table all test test-mutant-builds test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories
 
 all: lint test
 
@@ -13,6 +13,13 @@ run:
 ## test: the README's test command (what CI runs)
 test:
 	$(GO) test ./...
+
+## test-mutant-builds: the cmd/relaysim tests that build the runner with a
+## catalog mutant (skipped by default: each build is 20-90 s; CI runs them)
+test-mutant-builds:
+	$(GO) test -count=1 -timeout 30m -mutant-builds -run '$(MUTANT_BUILD_TESTS)' ./cmd/relaysim
+
+MUTANT_BUILD_TESTS = TestLeftoverGoroutinesKeepTheRunsFiles|TestMutantFlagRunsTheMutant|TestReplayStoryUnderAMutant|TestShrinkACatalogMutant|TestShrinkEquivWritesATwoModeStory|TestShrinkIsolatedGoroutineLeak
 
 test-race:
 	$(GO) test -race ./...

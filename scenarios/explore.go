@@ -216,7 +216,7 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	probe := NewEnv(mode)
 	o, steps, err := parseExplore(probe, d, def)
 	if err != nil {
-		return nil, err
+		return nil, badInput(err)
 	}
 	ex := dst.NewExplorer(o.Reduce, o.Bound, o.Budget)
 	ex.Replay = o.Replay
@@ -389,7 +389,7 @@ func formatBudget(m map[string]int) string {
 //	join user=u2 room=r1
 func (e *Env) handleExplore(d *datadriven.TestData) (string, error) {
 	if len(e.setup) == 0 {
-		return "", errNoCluster
+		return "", badInput(errNoCluster)
 	}
 	e.Close()
 	o := e.ExploreDefaults

@@ -54,6 +54,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	shardFlag := fs.String("shard", "", "run only the searches i of n (i/n, from 1): modes and blocks are split between shards")
 	tl := fs.String("timeline", "", "write the first violation's timeline (one self-contained HTML page) to this file")
 	jobs := fs.Int("j", 1, "searches in parallel (worker processes, each a -shard); one search is never split")
+	fs.String("mutant", "", mutantFlagUsage) // taken out before parsing: main.go, mutant.go
 	first := fs.Bool("first", false, "stop each search at its first violation (the search then says exhausted=no)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
@@ -120,6 +121,9 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 			return bad("%s: %v", *schedule, err)
 		}
 	}
+	if err := checkOutputs(output{flag: "out", path: *out, dir: true}, output{flag: "junit", path: *junit}, output{flag: "timeline", path: *tl}); err != nil {
+		return bad("%v", err)
+	}
 	sh := shard{I: 1, N: 1}
 	if *shardFlag != "" {
 		var err error
@@ -141,6 +145,9 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
 	tty := stderrIsTerminal(stderr)
+	var st status // for the heartbeat off a terminal
+	st.set("starting " + name)
+	defer startHeartbeat(stderr, heartbeatEvery, "explore", &st)()
 	// The bubble's clock is virtual: the wall clock for -time is read by
 	// a goroutine outside it.
 	wall := startWallClock()
@@ -172,9 +179,12 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 			o := def
 			start := wall.now()
 			o.Stop = func(r *scenarios.ExploreReport) bool {
+				rate := float64(r.Schedules) / max(wall.now()-start, time.Millisecond).Seconds()
+				line := fmt.Sprintf("%s %s: %d schedules (%.0f/s), %d terminal states, depth %d, %d violations", name, m, r.Schedules, rate, len(r.Terminal), r.MaxDepth, len(r.Violations))
 				if tty {
-					rate := float64(r.Schedules) / max(wall.now()-start, time.Millisecond).Seconds()
-					fmt.Fprintf(stderr, "\r%s %s: %d schedules (%.0f/s), %d terminal states, depth %d   ", name, m, r.Schedules, rate, len(r.Terminal), r.MaxDepth)
+					fmt.Fprintf(stderr, "\r%s   ", line)
+				} else {
+					st.set(line)
 				}
 				seen(r)
 				return (*first && len(r.Violations) > 0) || (*budget > 0 && wall.now()-start >= *budget)
@@ -189,6 +199,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 			if tty {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
+			if ierr := (*scenarios.InputError)(nil); errors.As(err, &ierr) {
+				herr = err
+				return
+			}
 			if err != nil {
 				herr = fmt.Errorf("%s mode %s: %w", name, m, err)
 				return
@@ -198,6 +212,12 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	})
 	if herr == nil && err != nil {
 		herr = err
+	}
+	if ierr := (*scenarios.InputError)(nil); errors.As(herr, &ierr) {
+		// A file that cannot be read as written: one line naming its
+		// line (the same in every mode).
+		fmt.Fprintf(stderr, "relaysim explore: %v\n", herr)
+		return exitUsage
 	}
 	if herr != nil {
 		fmt.Fprintf(stderr, "relaysim explore: %v\n", herr)

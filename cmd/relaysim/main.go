@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // Exit codes (exitHarness, and what each means for a run: summary.go).
@@ -33,6 +34,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
+	}
+	if slices.Contains(mutantCommands, args[0]) {
+		name, rest, ok, err := splitMutant(args[1:])
+		if err != nil {
+			return usageError(stderr, args[0], err)
+		}
+		if ok {
+			return runMutant(args[0], name, rest, stdout, stderr)
+		}
 	}
 	switch args[0] {
 	case "run", "replay":

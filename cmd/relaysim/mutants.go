@@ -65,7 +65,7 @@ func runMutants(ms []*mutants.Mutant, budget time.Duration, jobs int, stdout, st
 		fmt.Fprintf(stderr, "relaysim mutants: %v\n", err)
 		return exitFail
 	}
-	o := mutants.Options{Root: root, Budget: budget, Progress: stderr}
+	o := mutants.Options{Root: root, Budget: budget, Progress: stderr, Heartbeat: heartbeatEvery}
 	rs := mutants.Run(context.Background(), o, ms, jobs)
 	if mutants.Report(stdout, rs) < len(rs) {
 		return exitFail

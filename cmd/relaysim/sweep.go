@@ -154,8 +154,15 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "sweep", err)
 	}
 	all, o, extra := sp.jobs, sp.o, sp.extra
+	if err := checkOutputs(output{flag: "junit", path: o.junit}); err != nil {
+		return usageError(stderr, "sweep", err)
+	}
 	start := time.Now()
-	cpu := runSweep(all, o, extra, newProgress(stderr, len(all), o.shard))
+	prog := newProgress(stderr, len(all), o.shard)
+	prog.status.set(fmt.Sprintf("0/%d runs", len(all)))
+	stop := startHeartbeat(stderr, heartbeatEvery, prog.label, &prog.status)
+	cpu := runSweep(all, o, extra, prog)
+	stop()
 	fmt.Fprintln(stderr, speedLine(len(all), time.Since(start), cpu, o))
 	if o.junit != "" {
 		suite := junitSuiteOf(all, extra, sp.seeds, o)
