@@ -19,7 +19,7 @@ test:
 test-mutant-builds:
 	$(GO) test -count=1 -timeout 30m -mutant-builds -run '$(MUTANT_BUILD_TESTS)' ./cmd/relaysim
 
-MUTANT_BUILD_TESTS = TestLeftoverGoroutinesKeepTheRunsFiles|TestMutantFlagRunsTheMutant|TestReplayStoryUnderAMutant|TestShrinkACatalogMutant|TestShrinkEquivWritesATwoModeStory|TestShrinkIsolatedGoroutineLeak
+MUTANT_BUILD_TESTS = TestExploreBannerUnderAMutant|TestLeftoverGoroutinesKeepTheRunsFiles|TestMutantFlagRunsTheMutant|TestReplayStoryUnderAMutant|TestShrinkACatalogMutant|TestShrinkEquivWritesATwoModeStory|TestShrinkIsolatedGoroutineLeak
 
 test-race:
 	$(GO) test -race ./...

@@ -173,7 +173,10 @@ func (r *run) explore(ctx context.Context) {
 		}
 		if oc.Failed || oc.TimedOut {
 			r.res.Verdict = Judge(r.m.Property, oc)
-			if ok && s.Replay != "" {
+			switch {
+			case ok && strings.HasPrefix(s.Replay, "go tool -overlay="):
+				r.res.Replay = s.Replay // the mutant build names its overlay itself
+			case ok && s.Replay != "":
 				r.res.Replay = fmt.Sprintf("go tool -overlay=%s relaysim %s", r.overlay, strings.TrimPrefix(s.Replay, "relaysim "))
 			}
 			return

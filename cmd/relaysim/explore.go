@@ -296,7 +296,7 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 		fmt.Fprintf(stdout, "== %s mode=%s\n%s", name, r.Mode, r)
 		schedules += r.Schedules
 		terminal += len(r.Terminal)
-		violations += len(r.Violations)
+		violations += max(r.Failing, len(r.Violations))
 		exhausted = exhausted && r.Exhausted
 		jc := junitCase{Name: fmt.Sprintf("%s %s #%d", name, r.Mode, i+1), Classname: "relaysim.explore"}
 		for k, v := range r.Violations {
@@ -312,12 +312,8 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 			if scenario == "" {
 				src = "-story " + story
 			}
-			replay := fmt.Sprintf("relaysim explore %s -mode %s%s -schedule %s", src, r.Mode, budgetFlags(fs), file)
-			fmt.Fprintf(stdout, "\nFAILED: %s in mode %s, schedule %s (%d choices)\n", model.Summarize(v.Violations), r.Mode, file, len(v.Schedule))
-			for _, vi := range v.Violations[:min(5, len(v.Violations))] {
-				fmt.Fprintf(stdout, "  %s\n", vi)
-			}
-			fmt.Fprintf(stdout, "replay:  %s\n", replay)
+			replay := fmt.Sprintf("%s relaysim explore %s -mode %s%s -schedule %s", goRun(), src, r.Mode, budgetFlags(fs), file)
+			fmt.Fprint(stdout, "\n"+exploreBanner(name, r, k, v, file, replay))
 			for _, p := range propertiesOf(v.Violations) {
 				if !slices.Contains(props, p) {
 					props = append(props, p)
@@ -325,10 +321,6 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 			}
 			if firstReplay == "" {
 				firstReplay = replay
-			}
-			fmt.Fprintf(stdout, "trace (last %d lines of the schedule's run):\n", len(v.Trace))
-			for _, ln := range v.Trace {
-				fmt.Fprintf(stdout, "  %s\n", ln)
 			}
 			if k == 0 {
 				jc.Failure = &junitFailure{Message: model.Summarize(v.Violations), Text: replay}
@@ -361,6 +353,24 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 	fmt.Fprintf(stdout, "explore: %d schedules, %d terminal states, exhausted=%s, violations=%d\n",
 		schedules, terminal, map[bool]string{true: "yes", false: "no"}[exhausted], violations)
 	return code
+}
+
+// exploreBanner is a failing schedule's banner, built like a failed run's
+// (sim.Report): the violated properties with their evidence, the trace
+// lines around the first evidence line (from the schedule run again
+// keeping its whole trace), the trace hash and the replay command.
+func exploreBanner(name string, r *scenarios.ExploreReport, k int, v scenarios.ExploreViolation, file, replay string) string {
+	rep := sim.Report{
+		Headline:   fmt.Sprintf("relaysim FAILED  explore %s mode=%s: failing schedule %d of %d (%d choices)", name, r.Mode, k+1, r.Failing, len(v.Schedule)),
+		Facts:      []string{"schedule: " + file},
+		Violations: v.Violations,
+		Replay:     []string{replay},
+		Commit:     fmt.Sprintf("a schedule belongs to its commit (%s); on another commit it may run differently.", commitNote(sim.BuildCommit())),
+	}
+	if v.Whole != nil {
+		rep.Trace, rep.TraceHash = v.Whole, v.Whole.Hash()
+	}
+	return rep.String()
 }
 
 // budgetFlags repeats the flags that shape a search, for a replay line.
