@@ -301,12 +301,16 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 		jc := junitCase{Name: fmt.Sprintf("%s %s #%d", name, r.Mode, i+1), Classname: "relaysim.explore"}
 		for k, v := range r.Violations {
 			file := filepath.Join(outDir, fmt.Sprintf("explore-%s-%s-%d.schedule", sanitize(name), r.Mode, k+1))
-			err := os.MkdirAll(outDir, 0o755)
-			if err == nil {
-				err = os.WriteFile(file, []byte(dst.FormatSchedule(v.Schedule)), 0o644)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
+			if f := fs.Lookup("schedule"); f != nil && f.Value.String() != "" {
+				file = f.Value.String() // a replay names the schedule it ran: no copy
+			} else {
+				err := os.MkdirAll(outDir, 0o755)
+				if err == nil {
+					err = os.WriteFile(file, []byte(dst.FormatSchedule(v.Schedule)), 0o644)
+				}
+				if err != nil {
+					fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
+				}
 			}
 			src := "-scenario " + scenario
 			if scenario == "" {
