@@ -40,7 +40,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usageError(stderr, args[0], err)
 		}
-		if ok {
+		switch {
+		case ok && helpAsked(rest):
+			// -h lists the flags; the mutant is only named, not built.
+			if _, err := findMutant(name); err != nil {
+				return usageError(stderr, args[0], err)
+			}
+			args = append(args[:1:1], rest...)
+		case ok:
 			return runMutant(args[0], name, rest, stdout, stderr)
 		}
 	}

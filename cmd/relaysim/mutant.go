@@ -50,6 +50,19 @@ func splitMutant(args []string) (name string, rest []string, ok bool, err error)
 	return "", args, false, nil
 }
 
+// helpAsked reports whether args ask for a command's usage (-h, -help).
+func helpAsked(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "-help", "--h", "--help":
+			return true
+		}
+	}
+	return false
+}
+
 // runMutant runs `relaysim cmd rest...` on the runner built with the named
 // catalog mutant: it writes the mutant's overlay (mutants.Apply, the same
 // files the catalog writes), builds the runner with it beside the overlay

@@ -64,7 +64,7 @@ func TestReplayStory(t *testing.T) {
 	out, errOut, code = replayStory(t, bin, "-story", bad)
 	assert.Equal(t, exitUsage, code, "%s%s", out, errOut)
 	assert.Empty(t, out)
-	assert.Equal(t, "relaysim replay: "+bad+`:26: line 1 of faults (1.1s crash n2 for ever): crash: "ever": want a duration >= 0 such as 1.5s or 250ms`+"\n", errOut)
+	assert.Equal(t, "relaysim replay: "+bad+`:28: line 1 of faults (1.1s crash n2 for ever): crash: "ever": want a duration >= 0 such as 1.5s or 250ms`+"\n", errOut)
 
 	_, errOut, code = replayStory(t, bin, "-story", story, "-seed", "7")
 	assert.Equal(t, exitUsage, code)
