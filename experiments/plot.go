@@ -96,12 +96,14 @@ func poolPanel(rows []Row) (*plot.Plot, error) {
 	p.Y.Label.Text = "peak busy workers per second, busiest node"
 	p.Y.Min, p.Y.Max = 0, 210
 	p.X.Tick.Marker, p.Y.Tick.Marker = plainTicks{}, plainTicks{}
-	end := 0.0
+	end := poolEnd(rows)
+	p.X.Min, p.X.Max = 0, end
 	for _, r := range rows {
-		pts := make(plotter.XYs, len(r.Pool))
-		for i, s := range r.Pool {
-			pts[i].X, pts[i].Y = s.At.Seconds(), float64(s.Busy)
-			end = max(end, pts[i].X)
+		var pts plotter.XYs
+		for _, s := range r.Pool {
+			if x := s.At.Seconds(); x <= end {
+				pts = append(pts, plotter.XY{X: x, Y: float64(s.Busy)})
+			}
 		}
 		if len(pts) == 0 {
 			continue
@@ -130,6 +132,26 @@ func poolPanel(rows []Row) (*plot.Plot, error) {
 	p.Legend.Top = true
 	p.Legend.YOffs = -12 * vg.Millimeter // below the max line
 	return p, nil
+}
+
+// poolEnd is where a pool panel's time axis ends: a little after the last
+// second any mode had a busy worker, so that the drain's idle seconds (a
+// flat zero, most of a full-length run) do not squeeze the load into a
+// corner; the whole run when the pool was never busy.
+func poolEnd(rows []Row) float64 {
+	last, end := 0.0, 0.0
+	for _, r := range rows {
+		for _, s := range r.Pool {
+			end = max(end, s.At.Seconds())
+			if s.Busy > 0 {
+				last = max(last, s.At.Seconds())
+			}
+		}
+	}
+	if last == 0 {
+		return end
+	}
+	return min(end, last+max(2, last/10))
 }
 
 // referenceLine draws a thin grey dotted horizontal line at y across
@@ -180,6 +202,15 @@ func barChart(title, unit string, rows []Row, val func(Row) (ours, seed float64)
 		series["ours "+r.Mode] = append(series["ours "+r.Mode], o)
 		series["seed "+r.Mode] = append(series["seed "+r.Mode], s)
 	}
+	// The y axis ends above the tallest bar with room for the legend, so
+	// no bar runs into the title or under the legend.
+	tallest := 0.0
+	for _, vs := range series {
+		for _, v := range vs {
+			tallest = max(tallest, v)
+		}
+	}
+	p.Y.Min, p.Y.Max = 0, barTop(tallest)
 	w := vg.Points(9)
 	order := []struct {
 		name string
@@ -199,6 +230,15 @@ func barChart(title, unit string, rows []Row, val func(Row) (ours, seed float64)
 	p.Legend.Top, p.Legend.Left = true, true // the first condition has the shortest bars
 	p.NominalX(names...)
 	return p, nil
+}
+
+// barTop is a bar chart's y axis end for its tallest bar: a third above it
+// (the legend's rows sit there).
+func barTop(tallest float64) float64 {
+	if tallest <= 0 {
+		return 1
+	}
+	return tallest * 4 / 3
 }
 
 func scenario2Chart(rows []Fanout) (*plot.Plot, error) {

@@ -57,9 +57,43 @@ func TestPoolChart(t *testing.T) {
 	for _, want := range []string{"peak busy workers per second", "core 30", "max 200", ">200<", ">100<"} {
 		assert.Contains(t, pools, want)
 	}
-	assert.Contains(t, svg("tasks-axis-b"), ">7500<")
+	assert.Contains(t, svg("tasks-axis-b"), ">5000<")
 	decimals := regexp.MustCompile(`>-?[0-9]+\.0+<`)
 	for _, name := range []string{"pool-axis-b", "tasks-axis-b", "latency-axis-b"} {
 		assert.Empty(t, decimals.FindAllString(svg(name), -1), "%s: tick labels with needless decimals", name)
 	}
+}
+
+// The pool panel's time axis ends a little after the last busy second,
+// not at the end of the drain: with 120 s of load and 60 s of idle drain
+// the load fills the panel.
+func TestPoolPanelEndsAfterTheLoad(t *testing.T) {
+	var pool []PoolSecond
+	for s := 1; s <= 180; s++ {
+		busy := 0
+		if s <= 120 {
+			busy = 40
+		}
+		pool = append(pool, PoolSecond{At: time.Duration(s) * time.Second, Busy: busy})
+	}
+	rows := []Row{{Mode: "single", Pool: pool}, {Mode: "bulk", Pool: pool[:60]}}
+	assert.Equal(t, 132.0, poolEnd(rows))
+	p, err := poolPanel(rows)
+	require.NoError(t, err)
+	assert.Equal(t, 132.0, p.X.Max)
+	idle := []Row{{Mode: "single", Pool: []PoolSecond{{At: time.Second}, {At: 5 * time.Second}}}}
+	assert.Equal(t, 5.0, poolEnd(idle), "never busy: the whole run")
+}
+
+// No bar runs past the y axis: it ends above the tallest bar with room
+// for the legend.
+func TestBarChartFitsItsBars(t *testing.T) {
+	rows := []Row{
+		{Condition: "a", Mode: "single", P95: 12, SeedP95: 900},
+		{Condition: "a", Mode: "bulk", P95: 3100, SeedP95: 40},
+	}
+	p, err := barChart("p95", "ms", rows, func(r Row) (float64, float64) { return r.P95, r.SeedP95 })
+	require.NoError(t, err)
+	assert.Equal(t, 0.0, p.Y.Min)
+	assert.GreaterOrEqual(t, p.Y.Max, 3100*1.3)
 }
