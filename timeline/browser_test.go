@@ -4,15 +4,22 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/html"
+
+	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim"
 )
 
 var screenshot = flag.String("timeline.screenshot", "", "also write the browser test's screenshot to this PNG file")
@@ -46,27 +53,107 @@ func browse(t *testing.T, bin, file string, args ...string) (string, string) {
 	return out.String(), errb.String()
 }
 
+// failingRun is a real run (seed 0x2a, bulk, wide names: some 128 bytes
+// long) judged with violations crafted late in it: 30 of two properties,
+// each naming an acked send of the run's last fifth and citing its trace
+// line, the first the latest of them. The page must open far from the
+// run's start, on evidence that is really there.
+func failingRun(t *testing.T) (Input, *sim.Result) {
+	cfg := sim.DefaultConfig()
+	cfg.Names, cfg.KeepTrace = sim.NamesWide, true
+	res := sim.Run(t, cfg)
+	require.NoError(t, res.Err)
+	h := res.History
+	var late []model.Event
+	for _, e := range h.Events {
+		if e.Kind == model.KindSend && e.OK && e.Time > runEnd(h)*4/5 {
+			late = append(late, e)
+		}
+	}
+	require.NotEmpty(t, late, "acked sends in the run's last fifth")
+	var vs []model.Violation
+	for i := range 30 {
+		e := late[len(late)-1-i%len(late)]
+		prop := []string{model.PropNoLoss, model.PropOrdering}[i%3/2]
+		vs = append(vs, model.Violation{Property: prop, User: e.User, Room: e.Room, Seq: e.Seq,
+			Detail: "crafted for the browser test", TraceLines: []int{e.TraceLine}})
+	}
+	text := strings.Split(strings.TrimSuffix(res.Trace.Text(), "\n"), "\n")
+	n := res.Counts()
+	return Input{Title: "relaysim run seed=0x2a mode=bulk (crafted violations)", History: h, Violations: vs,
+		Trace: text, Counts: &n}, res
+}
+
 // TestTimelineInBrowser opens a failing run's page in headless Chromium:
 // its script runs to the end with no console message (the page logs
-// nothing, so any console line is an error), and the rendered page shows
-// the violation and marks its evidence.
+// nothing, so any console line is an error); the page opens on the first
+// violation's window, with its evidence on the screen; the counts shown
+// are the run's; the labels drawn overlap nowhere and every name drawn is
+// short.
 func TestTimelineInBrowser(t *testing.T) {
 	bin := chromium(t)
+	in, res := failingRun(t)
 	file := filepath.Join(t.TempDir(), "timeline.html")
 	var b bytes.Buffer
-	require.NoError(t, Write(&b, story()))
+	require.NoError(t, Write(&b, in))
 	require.NoError(t, os.WriteFile(file, b.Bytes(), 0o644))
 
-	dom, logs := browse(t, bin, file, "--dump-dom")
+	dom, logs := browse(t, bin, file, "--window-size=1400,900", "--dump-dom")
 	for _, l := range strings.Split(logs, "\n") {
 		assert.NotContains(t, l, ":CONSOLE", "the page printed to the console")
 	}
-	assert.Contains(t, dom, `data-ready="yes"`, "the page's script ran to its end")
-	assert.Contains(t, dom, "no-loss: user u2 room r1 seq 1")
-	assert.Contains(t, dom, `class="call send evidence"`)
+	doc, err := html.Parse(strings.NewReader(dom))
+	require.NoError(t, err)
+	body := find(doc, func(n *html.Node) bool { return n.Data == "body" })[0]
+	assert.Equal(t, "yes", attr(body, "data-ready"), "the page's script ran to its end")
+
+	main := find(doc, func(n *html.Node) bool { return attr(n, "id") == "main" })[0]
+	var a, z, w float64
+	_, err = fmt.Sscanf(attr(main, "data-view"), "%g %g", &a, &z)
+	require.NoError(t, err, "the script says which window it shows")
+	_, err = fmt.Sscanf(attr(main, "data-width"), "%g", &w)
+	require.NoError(t, err)
+	end, _ := strconv.ParseFloat(attr(main, "data-end"), 64)
+	assert.Greater(t, a, end/2, "the page opens on the late violation, not on the run's start")
+	assert.Less(t, z-a, end/4, "zoomed in on it")
+	ev := find(doc, func(n *html.Node) bool { return hasClass(n, "evidence") })
+	require.NotEmpty(t, ev)
+	for _, n := range ev {
+		x := attr(n, "x") + attr(n, "cx") + attr(n, "x1")
+		f, err := strconv.ParseFloat(x, 64)
+		require.NoError(t, err, "evidence placed: <%s %v>", n.Data, n.Attr)
+		assert.True(t, f >= 0 && f <= w, "evidence at x=%g within the %g pixels shown", f, w)
+	}
+	assert.Equal(t, fmt.Sprintf("%d/%d", len(ev), len(ev)), attr(body, "data-evidence-in-view"),
+		"every mark of the first violation's evidence is on the screen")
+
+	n := res.Counts()
+	for key, want := range map[string]int{"users": n.Users, "acked": n.Acked, "deliveries": n.Deliveries, "faults": n.Faults} {
+		got := find(doc, func(n *html.Node) bool { return attr(n, "data-count") == key })
+		require.Len(t, got, 1, key)
+		assert.Equal(t, strconv.Itoa(want), got[0].FirstChild.Data, key)
+	}
+
+	type span struct{ a, b float64 }
+	rows := map[string][]span{}
+	shown := 0
+	for _, l := range find(doc, func(n *html.Node) bool { return hasClass(n, "olabel") && !hasClass(n, "hidden") }) {
+		x, _ := strconv.ParseFloat(attr(l, "x"), 64)
+		lw, _ := strconv.ParseFloat(attr(l, "data-w"), 64)
+		require.Positive(t, lw, "a label's measured width")
+		for _, o := range rows[attr(l, "y")] {
+			assert.True(t, x+lw <= o.a || x >= o.b, "labels overlap at x=%g", x)
+		}
+		rows[attr(l, "y")] = append(rows[attr(l, "y")], span{x, x + lw})
+		shown++
+	}
+	assert.Positive(t, shown, "some labels are drawn")
+	for _, l := range find(doc, func(n *html.Node) bool { return hasClass(n, "lane-label") }) {
+		assert.LessOrEqual(t, utf8.RuneCountInString(l.FirstChild.Data), labelRunes+1, "a lane's label is short")
+	}
 
 	png := filepath.Join(t.TempDir(), "shot.png")
-	browse(t, bin, file, "--window-size=1400,700", "--screenshot="+png)
+	browse(t, bin, file, "--window-size=1400,900", "--screenshot="+png)
 	shot, err := os.ReadFile(png)
 	require.NoError(t, err)
 	assert.True(t, bytes.HasPrefix(shot, []byte("\x89PNG")), "a PNG screenshot")

@@ -141,8 +141,9 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
 
   // Labels keep their drawn length, measured once while all are shown.
   var labels = Array.prototype.slice.call(main.querySelectorAll("text.olabel")).map(function (el) {
-    return { el: el, len: el.getComputedTextLength ? el.getComputedTextLength() : el.textContent.length * 7,
-      first: el.parentNode.classList.contains("other") ? 1 : 0, y: el.getAttribute("y") };
+    var len = el.getComputedTextLength ? el.getComputedTextLength() : el.textContent.length * 7;
+    el.dataset.w = String(Math.ceil(len));
+    return { el: el, len: Math.ceil(len), first: el.parentNode.classList.contains("other") ? 1 : 0, y: el.getAttribute("y") };
   });
 
   function width() { return Math.max(main.getBoundingClientRect().width, 1); }
