@@ -161,3 +161,61 @@ func TestTimelineInBrowser(t *testing.T) {
 		require.NoError(t, os.WriteFile(*screenshot, shot, 0o644))
 	}
 }
+
+// probe is a script the zoom test adds to a page: it presses fit, then +,
+// moves the window by the overview strip, and picks the last violation in
+// the list, noting the window (main's data-view) after each step.
+const probe = `<script>
+setTimeout(function () {
+  var main = document.getElementById("main"), out = [main.dataset.view];
+  function then(f) { setTimeout(f, 100); }
+  document.querySelector('button[data-zoom="fit"]').click();
+  then(function () {
+    out.push(main.dataset.view);
+    document.querySelector('button[data-zoom="in"]').click();
+    then(function () {
+      out.push(main.dataset.view);
+      var ov = document.getElementById("overview").getBoundingClientRect();
+      ov.x0 = ov.left + ov.width / 4;
+      document.getElementById("overview").dispatchEvent(new MouseEvent("mousedown", { clientX: ov.x0, bubbles: true }));
+      window.dispatchEvent(new MouseEvent("mouseup", { bubbles: true }));
+      then(function () {
+        out.push(main.dataset.view);
+        var a = document.querySelectorAll("#violations a[data-v]");
+        a[a.length - 1].click();
+        out.push(main.dataset.view);
+        document.body.dataset.probe = out.join(";");
+      });
+    });
+  });
+}, 50);
+</script>
+</body>`
+
+// TestTimelineZoomsInBrowser drives the page's controls in Chromium: fit
+// shows the whole run, + halves the window about its middle, a click on
+// the overview strip centers the window there, and a violation picked in
+// the list shows its own window.
+func TestTimelineZoomsInBrowser(t *testing.T) {
+	bin := chromium(t)
+	in := late()
+	var b bytes.Buffer
+	require.NoError(t, Write(&b, in))
+	file := filepath.Join(t.TempDir(), "timeline.html")
+	require.NoError(t, os.WriteFile(file, bytes.Replace(b.Bytes(), []byte("</body>"), []byte(probe), 1), 0o644))
+	dom, _ := browse(t, bin, file, "--window-size=1400,900", "--dump-dom")
+	doc, err := html.Parse(strings.NewReader(dom))
+	require.NoError(t, err)
+	body := find(doc, func(n *html.Node) bool { return n.Data == "body" })[0]
+	steps := strings.Split(attr(body, "data-probe"), ";")
+	require.Len(t, steps, 5, "the probe ran: %q", attr(body, "data-probe"))
+	assert.Equal(t, "59000 60510", steps[0], "opened on the first violation")
+	assert.Equal(t, "0 60510", steps[1], "fit: the whole run")
+	assert.Equal(t, "15127.5 45382.5", steps[2], "+: half of it, about its middle")
+	var a, z float64
+	_, err = fmt.Sscanf(steps[3], "%g %g", &a, &z)
+	require.NoError(t, err)
+	assert.InDelta(t, 60510.0/4, (a+z)/2, 60510.0/100, "the strip's first quarter, centered")
+	assert.InDelta(t, 30255, z-a, 1, "moving keeps the zoom")
+	assert.Equal(t, "0 1050", steps[4], "the last violation's own window")
+}

@@ -229,11 +229,15 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
     });
   }
 
+  // redraw places the marks once per frame however many events ask; the
+  // timer stands in for frames a hidden or headless page never gets.
   var queued = false;
   function redraw() {
     if (queued) { return; }
     queued = true;
-    requestAnimationFrame(function () { queued = false; place(); });
+    var run = function () { if (queued) { queued = false; place(); } };
+    requestAnimationFrame(run);
+    setTimeout(run, 40);
   }
   function zoom(f, t) {
     if (t === undefined) { t = (view.a + view.b) / 2; }

@@ -2,13 +2,16 @@
 // lane per client, per node and for Redis on virtual time; client calls as
 // bars, deliveries as dots (filled: pushed live; hollow: from the room log),
 // relays as arrows between node lanes, faults as shaded spans on the lanes
-// they touch, and a violation's evidence marked in red and listed first.
-// Hovering a mark shows its trace line.
+// they touch, and a violation's evidence marked in red. The page opens on the
+// first violation's window, under a strip showing the whole run; its script
+// zooms and pans. Violations are listed by property, each focusing its own
+// window on a click. Hovering a mark shows its trace line.
 //
 // It reads only model types (what the clients saw, the faults the harness
-// recorded, the violations the checkers found) and the run's trace text; it
-// never runs anything. The page loads nothing from the network: its style,
-// its script and its data are inline.
+// recorded, the violations the checkers found, the run's counts) and the
+// run's trace text; it never runs anything. The page loads nothing from the
+// network: its style, its script and its data are inline. The same input
+// draws the same bytes.
 package timeline
 
 import (
