@@ -169,36 +169,55 @@ type ovRect struct {
 	First      bool // evidence of the first violation
 }
 
-// Overview box geometry.
+// Overview box geometry: activity bars, then the faults' row, then the
+// evidence's row.
 const (
 	ovW     = 1000.0
 	ovBarsH = 26.0
 	ovH     = 40.0
 )
 
+// overviewOf draws the strip: per column, the activity (calls and
+// deliveries) as a bar of log height; the faults in a row under it; the
+// evidence in a row at the bottom, one tick per column that has any, the
+// first violation's over the whole height.
 func (v *view) overviewOf() overview {
 	var o overview
-	k := ovW / max(v.End, 1)
 	var bins [overviewBins]int
+	var evidence [overviewBins]int // 0 none, 1 first violation's, 2 others'
 	peak := 0
+	col := func(x float64) int { return min(max(int(x/max(v.End, 1)*overviewBins), 0), overviewBins-1) }
+	k := ovW / max(v.End, 1)
 	for _, m := range v.Marks {
-		switch {
-		case m.Shape == "span":
-			o.Faults = append(o.Faults, ovRect{X: m.X * k, W: max((m.X2-m.X)*k, 1), Y: ovBarsH + 2, H: 4})
-		case m.Evidence > 0 || m.Shape == "owed":
-			o.Evidence = append(o.Evidence, ovRect{X: m.X * k, W: 2, Y: 0, H: ovH, First: m.Evidence == 1})
-		case m.Shape == "bar" || m.Shape == "dot":
-			b := min(int(m.X/max(v.End, 1)*overviewBins), overviewBins-1)
-			bins[b]++
-			peak = max(peak, bins[b])
+		if m.Evidence > 0 {
+			c := col(m.X)
+			if evidence[c] == 0 || m.Evidence == 1 {
+				evidence[c] = m.Evidence
+			}
+		}
+		switch m.Shape {
+		case "span":
+			o.Faults = append(o.Faults, ovRect{X: m.X * k, W: max((m.X2-m.X)*k, 1), Y: ovBarsH + 1, H: 4})
+		case "bar", "dot":
+			c := col(m.X)
+			bins[c]++
+			peak = max(peak, bins[c])
 		}
 	}
+	w := ovW / overviewBins
 	for i, n := range bins {
-		if n == 0 {
-			continue
+		if n > 0 {
+			h := math.Round(ovBarsH*math.Log1p(float64(n))/math.Log1p(float64(peak))*10) / 10
+			o.Bars = append(o.Bars, ovRect{X: float64(i) * w, W: w, Y: ovBarsH - h, H: h})
 		}
-		h := math.Round(ovBarsH*math.Log1p(float64(n))/math.Log1p(float64(peak))*10) / 10
-		o.Bars = append(o.Bars, ovRect{X: float64(i) * ovW / overviewBins, W: ovW / overviewBins, Y: ovBarsH - h, H: h})
+	}
+	for i, e := range evidence {
+		switch e {
+		case 1:
+			o.Evidence = append(o.Evidence, ovRect{X: float64(i) * w, W: w, Y: 0, H: ovH, First: true})
+		case 2:
+			o.Evidence = append(o.Evidence, ovRect{X: float64(i) * w, W: w, Y: ovBarsH + 6, H: ovH - ovBarsH - 6})
+		}
 	}
 	return o
 }
