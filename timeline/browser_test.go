@@ -163,8 +163,9 @@ func TestTimelineInBrowser(t *testing.T) {
 }
 
 // probe is a script the zoom test adds to a page: it presses fit, then +,
-// moves the window by the overview strip, and picks the last violation in
-// the list, noting the window (main's data-view) after each step.
+// moves the window by the overview strip, turns the wheel, drags the
+// drawing, and picks the last violation in the list, noting the window
+// (main's data-view) after each step.
 const probe = `<script>
 setTimeout(function () {
   var main = document.getElementById("main"), out = [main.dataset.view];
@@ -181,10 +182,21 @@ setTimeout(function () {
       window.dispatchEvent(new MouseEvent("mouseup", { bubbles: true }));
       then(function () {
         out.push(main.dataset.view);
-        var a = document.querySelectorAll("#violations a[data-v]");
-        a[a.length - 1].click();
-        out.push(main.dataset.view);
-        document.body.dataset.probe = out.join(";");
+        var m = main.getBoundingClientRect(), mid = m.left + m.width / 2;
+        main.dispatchEvent(new WheelEvent("wheel", { deltaY: -100, clientX: mid, clientY: m.top + 50, bubbles: true, cancelable: true }));
+        then(function () {
+          out.push(main.dataset.view);
+          main.dispatchEvent(new MouseEvent("mousedown", { clientX: mid, clientY: m.top + 50, bubbles: true }));
+          window.dispatchEvent(new MouseEvent("mousemove", { clientX: mid + m.width / 10, clientY: m.top + 50, bubbles: true }));
+          window.dispatchEvent(new MouseEvent("mouseup", { bubbles: true }));
+          then(function () {
+            out.push(main.dataset.view);
+            var a = document.querySelectorAll("#violations a[data-v]");
+            a[a.length - 1].click();
+            out.push(main.dataset.view);
+            document.body.dataset.probe = out.join(";");
+          });
+        });
       });
     });
   });
@@ -194,8 +206,9 @@ setTimeout(function () {
 
 // TestTimelineZoomsInBrowser drives the page's controls in Chromium: fit
 // shows the whole run, + halves the window about its middle, a click on
-// the overview strip centers the window there, and a violation picked in
-// the list shows its own window.
+// the overview strip centers the window there, the wheel zooms about the
+// pointer, a drag pans, and a violation picked in the list shows its own
+// window.
 func TestTimelineZoomsInBrowser(t *testing.T) {
 	bin := chromium(t)
 	in := late()
@@ -208,7 +221,7 @@ func TestTimelineZoomsInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	body := find(doc, func(n *html.Node) bool { return n.Data == "body" })[0]
 	steps := strings.Split(attr(body, "data-probe"), ";")
-	require.Len(t, steps, 5, "the probe ran: %q", attr(body, "data-probe"))
+	require.Len(t, steps, 7, "the probe ran: %q", attr(body, "data-probe"))
 	assert.Equal(t, "59000 60510", steps[0], "opened on the first violation")
 	assert.Equal(t, "0 60510", steps[1], "fit: the whole run")
 	assert.Equal(t, "15127.5 45382.5", steps[2], "+: half of it, about its middle")
@@ -217,5 +230,15 @@ func TestTimelineZoomsInBrowser(t *testing.T) {
 	require.NoError(t, err)
 	assert.InDelta(t, 60510.0/4, (a+z)/2, 60510.0/100, "the strip's first quarter, centered")
 	assert.InDelta(t, 30255, z-a, 1, "moving keeps the zoom")
-	assert.Equal(t, "0 1050", steps[4], "the last violation's own window")
+	var a2, z2 float64
+	_, err = fmt.Sscanf(steps[4], "%g %g", &a2, &z2)
+	require.NoError(t, err)
+	assert.InDelta(t, 0.8*(z-a), z2-a2, 1, "the wheel zooms in by a fifth")
+	assert.InDelta(t, (a+z)/2, (a2+z2)/2, (z-a)/200, "about the pointer, in the middle (to a pixel or so)")
+	var a3, z3 float64
+	_, err = fmt.Sscanf(steps[5], "%g %g", &a3, &z3)
+	require.NoError(t, err)
+	assert.InDelta(t, a2-(z2-a2)/10, a3, (z2-a2)/200, "dragging right by a tenth of the width shows a tenth earlier")
+	assert.InDelta(t, z2-a2, z3-a3, 1)
+	assert.Equal(t, "0 1050", steps[6], "the last violation's own window")
 }
