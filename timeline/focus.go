@@ -61,6 +61,21 @@ func (v *view) windows(vs []model.Violation) []window {
 	return out
 }
 
+// busy is the window a page without a violation opens on: from the first
+// mark to the last, a twentieth of that (at least 100 ms) either side, so
+// that a story whose actions start late does not open on its quiet start.
+func (v *view) busy() window {
+	if len(v.Marks) == 0 {
+		return window{0, v.End, true}
+	}
+	a, b := v.End, 0.0
+	for _, m := range v.Marks {
+		a, b = min(a, m.X), max(b, m.X, m.X2)
+	}
+	pad := max((b-a)/20, 100)
+	return window{max(a-pad, 0), min(b+pad, v.End), true}
+}
+
 // group is the violations of one property.
 type group struct {
 	Property string

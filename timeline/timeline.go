@@ -162,7 +162,7 @@ func build(in Input) (*view, error) {
 	})
 	wins := v.windows(in.Violations)
 	v.Groups, v.Total = groups(in.Violations, wins), len(in.Violations)
-	v.Focus = window{0, v.End, true}
+	v.Focus = v.busy()
 	if len(wins) > 0 && wins[0].OK {
 		v.Focus = wins[0]
 	}

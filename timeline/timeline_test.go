@@ -136,6 +136,19 @@ func TestTimelineWithoutViolationSaysSo(t *testing.T) {
 	out, doc := render(t, in)
 	assert.Empty(t, find(doc, func(n *html.Node) bool { return hasClass(n, "evidence") }))
 	assert.Contains(t, out, "No violation")
+
+	// Without a violation the page opens where things happen: moved 20 s
+	// later, from 00:20.001 to 00:20.070, padded by 100 ms.
+	in.History.Faults = nil
+	for i := range in.History.Events {
+		in.History.Events[i].Invoked += 20 * time.Second
+		in.History.Events[i].Time += 20 * time.Second
+	}
+	in.History.Deliveries = &model.DeliveryLog{}
+	_, doc = render(t, in)
+	main := find(doc, func(n *html.Node) bool { return attr(n, "id") == "main" })
+	require.Len(t, main, 1)
+	assert.Equal(t, "19901.0 20170.0", attr(main[0], "data-focus"), "not the 20 s of nothing before")
 }
 
 func TestTimelineNeedsAHistory(t *testing.T) {

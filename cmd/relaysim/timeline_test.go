@@ -51,7 +51,11 @@ func TestTimelineHeaderCountsAsTheSummary(t *testing.T) {
 	require.NoError(t, err)
 	st, err := scenarios.ReadStory("bug2", string(text))
 	require.NoError(t, err)
-	for name, cfg := range map[string]sim.Config{"run": cfg, "story": st.Config} {
+	for _, c := range []struct {
+		name string
+		cfg  sim.Config
+	}{{"run", cfg}, {"story", st.Config}} {
+		name, cfg := c.name, c.cfg
 		t.Run(name, func(t *testing.T) {
 			cfg.KeepTrace = true
 			res := sim.Run(t, cfg)
