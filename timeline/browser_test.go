@@ -116,13 +116,15 @@ func TestTimelineInBrowser(t *testing.T) {
 	end, _ := strconv.ParseFloat(attr(main, "data-end"), 64)
 	assert.Greater(t, a, end/2, "the page opens on the late violation, not on the run's start")
 	assert.Less(t, z-a, end/4, "zoomed in on it")
+	shift, err := strconv.ParseFloat(attr(main, "data-shift"), 64)
+	require.NoError(t, err, "how far the layer of marks is shifted")
 	ev := find(doc, func(n *html.Node) bool { return hasClass(n, "evidence") })
 	require.NotEmpty(t, ev)
 	for _, n := range ev {
 		x := attr(n, "x") + attr(n, "cx") + attr(n, "x1")
 		f, err := strconv.ParseFloat(x, 64)
 		require.NoError(t, err, "evidence placed: <%s %v>", n.Data, n.Attr)
-		assert.True(t, f >= 0 && f <= w, "evidence at x=%g within the %g pixels shown", f, w)
+		assert.True(t, f+shift >= 0 && f+shift <= w, "evidence at x=%g within the %g pixels shown", f+shift, w)
 	}
 	assert.Equal(t, fmt.Sprintf("%d/%d", len(ev), len(ev)), attr(body, "data-evidence-in-view"),
 		"every mark of the first violation's evidence is on the screen")
@@ -139,6 +141,7 @@ func TestTimelineInBrowser(t *testing.T) {
 	shown := 0
 	for _, l := range find(doc, func(n *html.Node) bool { return hasClass(n, "olabel") && !hasClass(n, "hidden") }) {
 		x, _ := strconv.ParseFloat(attr(l, "x"), 64)
+		x += shift
 		lw, _ := strconv.ParseFloat(attr(l, "data-w"), 64)
 		require.Positive(t, lw, "a label's measured width")
 		for _, o := range rows[attr(l, "y")] {

@@ -109,6 +109,7 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
 <defs><marker id="head" viewBox="0 0 6 6" refX="6" refY="3" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#7a93bd"/></marker></defs>
 {{range .Lanes}}<rect class="lane-{{.Kind}}" x="0" y="{{.Y}}" width="100%" height="26"/>
 {{end}}<g id="axis"></g>
+<g id="marks">
 {{range $i, $m := .Marks}}{{if eq .Shape "bar"}}<rect class="{{.Class}}{{if eq .Evidence 1}} evidence{{else if eq .Evidence 2}} evidence2{{end}}" data-a="{{f .X}}" data-b="{{f .X2}}" y="{{.Y}}" height="{{.H}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
 {{else if eq .Shape "dot"}}<circle class="{{.Class}}{{if eq .Evidence 1}} evidence{{else if eq .Evidence 2}} evidence2{{end}}" data-a="{{f .X}}" cy="{{.Y}}" r="{{if .Evidence}}6{{else}}3.5{{end}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
 {{else if eq .Shape "arrow"}}<line class="{{.Class}}{{if eq .Evidence 1}} evidence{{else if eq .Evidence 2}} evidence2{{end}}" data-a="{{f .X}}" data-b="{{f .X2}}" y1="{{.Y}}" y2="{{.Y2}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
@@ -116,7 +117,8 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
 {{else if eq .Shape "owed"}}<g class="owed{{if eq .Evidence 2}} other{{end}}" data-v="{{add .Viol 1}}" data-l="0" data-t="{{.Text}}"><circle data-a="{{f .X}}" cy="{{.Y}}" r="7" data-l="0" data-t="{{.Text}}"/><text class="olabel" data-a="{{f .X}}" y="{{add .Y -9}}" data-l="0" data-t="{{.Text}}">{{.Label}}<title>{{.Text}}</title></text></g>
 {{else}}<line class="{{.Class}}{{if eq .Evidence 1}} evidence{{else if eq .Evidence 2}} evidence2{{end}}" data-a="{{f .X}}" y1="{{.Y}}" y2="{{add .Y 26}}" data-l="{{.Line}}" data-t="{{.Text}}"/>
 {{end}}{{if eq .Evidence 1}}<line class="evline" data-a="{{f .X}}" y1="16" y2="{{$.Height}}"/>
-{{end}}{{end}}</svg>
+{{end}}{{end}}</g>
+</svg>
 </div>
 </div>
 </div>
@@ -135,7 +137,8 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
   var height = +main.getAttribute("height");
   var end = Math.max(+main.dataset.end, 1);
   var focus = main.dataset.focus.split(" ").map(Number);
-  var marks = Array.prototype.slice.call(main.querySelectorAll("[data-a]"));
+  var layer = document.getElementById("marks");
+  var marks = Array.prototype.slice.call(layer.querySelectorAll("[data-a]"));
   var view = { a: 0, b: end };
   var minSpan = 5; // milliseconds: the closest zoom
 
@@ -146,7 +149,14 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
     return { el: el, len: Math.ceil(len), first: el.parentNode.classList.contains("other") ? 1 : 0, y: el.getAttribute("y") };
   });
 
-  function width() { return Math.max(main.getBoundingClientRect().width, 1); }
+  // width is the drawing's, measured once per size of the window (a
+  // measurement after the marks moved would cost a layout).
+  var measured = 0;
+  function width() {
+    if (!measured) { measured = Math.max(main.getBoundingClientRect().width, 1); }
+    return measured;
+  }
+  window.addEventListener("resize", function () { measured = 0; redraw(); });
   function num(x) { return String(Math.round(x * 10) / 10); }
   function pad(n, w) { n = String(n); while (n.length < w) { n = "0" + n; } return n; }
   function clock(ms) {
@@ -164,8 +174,27 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
 
   // place puts every mark where the window puts it: marks move and
   // stretch, but nothing is scaled, so dots stay round and text readable.
+  // A pan keeps the zoom: the layer of marks shifts, and they stay put.
+  var placed = { a: 0, k: 0, w: 0 };
   function place() {
-    var w = width(), k = w / (view.b - view.a), a0 = view.a;
+    var w = width(), k = w / (view.b - view.a);
+    if (Math.abs(k - placed.k) > k * 1e-9 || w !== placed.w) {
+      placeAll(view.a, k);
+      placed = { a: view.a, k: k, w: w };
+    }
+    var dx = (placed.a - view.a) * k;
+    layer.setAttribute("transform", "translate(" + num(dx) + " 0)");
+    ticks(k);
+    layLabels(w, dx);
+    brush.setAttribute("x", num(view.a / end * 1000));
+    brush.setAttribute("width", num(Math.max((view.b - view.a) / end * 1000, 0.5)));
+    range.textContent = clock(view.a) + " – " + clock(view.b);
+    main.dataset.view = num(view.a) + " " + num(view.b);
+    main.dataset.width = num(w);
+    main.dataset.shift = num(dx);
+  }
+
+  function placeAll(a0, k) {
     marks.forEach(function (el) {
       var xa = (+el.dataset.a - a0) * k;
       var xb = el.dataset.b === undefined ? xa : (+el.dataset.b - a0) * k;
@@ -185,13 +214,6 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
         el.setAttribute("x2", num(xb));
       }
     });
-    ticks(k);
-    layLabels(w);
-    brush.setAttribute("x", num(view.a / end * 1000));
-    brush.setAttribute("width", num(Math.max((view.b - view.a) / end * 1000, 0.5)));
-    range.textContent = clock(view.a) + " – " + clock(view.b);
-    main.dataset.view = num(view.a) + " " + num(view.b);
-    main.dataset.width = num(w);
   }
 
   // ticks draws the time axis: a tick at least 90 pixels from the next.
@@ -219,10 +241,10 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
   // violation's first, then the others in order, each only where it
   // overlaps no label already shown. A hidden label's mark still tells
   // everything on hover.
-  function layLabels(w) {
+  function layLabels(w, dx) {
     var shown = {};
     labels.slice().sort(function (p, q) { return p.first - q.first; }).forEach(function (p) {
-      var x = +p.el.getAttribute("x"), row = shown[p.y] = shown[p.y] || [];
+      var x = +p.el.getAttribute("x") + dx, row = shown[p.y] = shown[p.y] || [];
       var fits = x + p.len > 0 && x < w && row.every(function (r) { return x + p.len + 6 <= r[0] || x >= r[1] + 6; });
       p.el.classList.toggle("hidden", !fits);
       if (fits) { row.push([x, x + p.len]); }
