@@ -316,7 +316,7 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
     });
   });
   document.addEventListener("keydown", function (ev) {
-    if (ev.target.tagName === "INPUT") { return; }
+    if (ev.ctrlKey || ev.metaKey || ev.altKey) { return; } // the browser's own
     var span = view.b - view.a;
     switch (ev.key) {
     case "+": case "=": zoom(0.5); break;
