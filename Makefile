@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: shrink-table all test test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
+.PHONY: shrink-table all test test-mutant-builds docs-check test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
 
 all: lint test
 
@@ -13,6 +13,18 @@ run:
 ## test: the README's test command (what CI runs)
 test:
 	$(GO) test ./...
+
+## test-mutant-builds: the cmd/relaysim tests that build the runner with a
+## catalog mutant (skipped by default: each build is 20-90 s; CI runs them)
+test-mutant-builds:
+	$(GO) test -count=1 -timeout 30m -mutant-builds -run '$(MUTANT_BUILD_TESTS)' ./cmd/relaysim
+
+## docs-check: run every command README.md and docs/*.md tell a user to
+## paste (but the long ones) and check exit codes and shown outputs
+docs-check:
+	$(GO) test -count=1 -timeout 30m -run 'TestDocCommands|TestReadmeMainJob' -docs.run .
+
+MUTANT_BUILD_TESTS = TestExploreBannerUnderAMutant|TestLeftoverGoroutinesKeepTheRunsFiles|TestMutantFlagRunsTheMutant|TestReplayStoryUnderAMutant|TestShrinkACatalogMutant|TestShrinkEquivWritesATwoModeStory|TestShrinkIsolatedGoroutineLeak
 
 test-race:
 	$(GO) test -race ./...

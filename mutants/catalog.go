@@ -30,6 +30,10 @@ type Mutant struct {
 	Args     []string // extra flags for the suite's command
 	Find     string   // must occur exactly once in File
 	Replace  string
+	// Note is the header's comment lines ("# ..."), joined: why the
+	// property is the one that catches it, when the story alone does not
+	// say (mutants -list prints it).
+	Note string
 }
 
 // Suites a mutant can name.
@@ -102,7 +106,11 @@ func (m *Mutant) header(comment string) error {
 	}
 	for _, line := range strings.Split(comment, "\n") {
 		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
+		if c, ok := strings.CutPrefix(line, "#"); ok {
+			m.Note = strings.TrimSpace(m.Note + " " + strings.TrimSpace(c))
+			continue
+		}
+		if line == "" {
 			continue
 		}
 		key, val, ok := strings.Cut(line, ":")

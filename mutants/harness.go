@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 )
 
 // Select picks mutants by name (only: none means all) and then the part
@@ -60,6 +61,11 @@ func Run(ctx context.Context, o Options, ms []*Mutant, jobs int) []Result {
 	results := make([]Result, len(ms))
 	work := make(chan int)
 	var wg sync.WaitGroup
+	busy := newWorking(len(ms))
+	if o.Progress != nil && o.Heartbeat > 0 {
+		stop := busy.heartbeat(o.Progress, o.Heartbeat)
+		defer stop()
+	}
 	for range max(1, jobs) {
 		wg.Add(1)
 		go func() {
@@ -69,7 +75,9 @@ func Run(ctx context.Context, o Options, ms []*Mutant, jobs int) []Result {
 				if o.Progress != nil {
 					fmt.Fprintf(o.Progress, "mutants: [%d/%d] %s (%s, %s)\n", k+1, len(ms), m.Name, m.Suite, m.Property)
 				}
+				busy.start(m.Name)
 				results[k] = RunOne(ctx, o, m)
+				busy.finish(m.Name)
 				if o.Progress != nil {
 					fmt.Fprintf(o.Progress, "mutants: %s: %s after %.1fs\n", m.Name, results[k].Verdict, results[k].Seconds)
 				}
@@ -115,4 +123,72 @@ func Report(w io.Writer, rs []Result) int {
 	}
 	fmt.Fprintf(w, "mutants: %d caught: %d\n", len(rs), caught)
 	return caught
+}
+
+// working is what Run is doing, for its heartbeat: the mutants in flight
+// (since when) and how many are done.
+type working struct {
+	mu     sync.Mutex
+	since  map[string]time.Time
+	done   int
+	total  int
+	opened time.Time
+}
+
+func newWorking(total int) *working {
+	return &working{since: map[string]time.Time{}, total: total, opened: time.Now()}
+}
+
+func (w *working) start(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.since[name] = time.Now()
+}
+
+func (w *working) finish(name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.since, name)
+	w.done++
+}
+
+// line says what is in flight, e.g. "mutants: 3/53 done after 4m10s;
+// working on gap-not-filled (1m30s), stream-skip-gap (20s)".
+func (w *working) line() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := make([]string, 0, len(w.since))
+	for n := range w.since {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for i, n := range names {
+		names[i] = fmt.Sprintf("%s (%s)", n, time.Since(w.since[n]).Round(time.Second))
+	}
+	return fmt.Sprintf("mutants: %d/%d done after %s; working on %s", w.done, w.total, time.Since(w.opened).Round(time.Second), strings.Join(names, ", "))
+}
+
+// heartbeat writes line to p every period until the returned stop is
+// called: a long build or search is never silent in a CI log.
+func (w *working) heartbeat(p io.Writer, period time.Duration) (stop func()) {
+	t := time.NewTicker(period)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-t.C:
+				fmt.Fprintln(p, w.line())
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		t.Stop()
+		close(quit)
+		wg.Wait()
+	}
 }

@@ -19,6 +19,9 @@ type Options struct {
 	Root     string        // module root (where go.mod is)
 	Budget   time.Duration // per mutant: how long the suite may look for the bug
 	Progress io.Writer     // progress lines; nil discards them
+	// Heartbeat, when > 0, adds a line to Progress every Heartbeat saying
+	// which mutants are in flight (a build or a search can run minutes).
+	Heartbeat time.Duration
 	// RunTimeout bounds one run of a suite (one seed, one go test): longer
 	// is a hang, reported as a crash. Zero means 3 minutes.
 	RunTimeout time.Duration
@@ -170,7 +173,10 @@ func (r *run) explore(ctx context.Context) {
 		}
 		if oc.Failed || oc.TimedOut {
 			r.res.Verdict = Judge(r.m.Property, oc)
-			if ok && s.Replay != "" {
+			switch {
+			case ok && strings.HasPrefix(s.Replay, "go tool -overlay="):
+				r.res.Replay = s.Replay // the mutant build names its overlay itself
+			case ok && s.Replay != "":
 				r.res.Replay = fmt.Sprintf("go tool -overlay=%s relaysim %s", r.overlay, strings.TrimPrefix(s.Replay, "relaysim "))
 			}
 			return

@@ -18,7 +18,7 @@ import (
 	"github.com/relaysim/relaysim/system/relaypb"
 )
 
-// Client behaviour, as the simulated client's (sim/client.go): a unary
+// Client behaviour, as the simulated client's (sim/clientcall.go): a unary
 // call is tried up to clientAttempts times with the same client message
 // id, moving to the next node on each retry.
 const (

@@ -76,8 +76,10 @@ type ExploreReport struct {
 	BoundHit, BudgetHit, DepthHit int
 	Exhausted                     bool
 	// Violations are the schedules that broke a property (the first
-	// few), each with its schedule.
+	// few, maxViolations), each with its schedule; Failing counts them
+	// all (the report's "violations: N").
 	Violations []ExploreViolation
+	Failing    int
 	// Faults counts the schedules that chose at least one fault.
 	Faults int
 }
@@ -87,6 +89,10 @@ type ExploreViolation struct {
 	Schedule   []string
 	Violations []model.Violation
 	Trace      []string
+	// Whole is the failing schedule's whole trace, from running the
+	// schedule again keeping every line (the search keeps only a tail);
+	// its hash is the search run's, else the search reports a divergence.
+	Whole *sim.Trace
 	// History is the failing schedule's history (for a timeline).
 	History *model.History
 }
@@ -216,7 +222,7 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	probe := NewEnv(mode)
 	o, steps, err := parseExplore(probe, d, def)
 	if err != nil {
-		return nil, err
+		return nil, badInput(err)
 	}
 	ex := dst.NewExplorer(o.Reduce, o.Bound, o.Budget)
 	ex.Replay = o.Replay
@@ -237,8 +243,15 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 		if faulted {
 			r.Faults++
 		}
+		if len(vs) > 0 {
+			r.Failing++
+		}
 		if len(vs) > 0 && len(r.Violations) < maxViolations {
-			r.Violations = append(r.Violations, ExploreViolation{Schedule: ex.Schedule(), Violations: vs, Trace: trace, History: h})
+			v := ExploreViolation{Schedule: ex.Schedule(), Violations: vs, Trace: trace.Tail(80), History: h}
+			if v.Whole, err = wholeTrace(setup, steps, mode, o, v.Schedule, trace.Hash()); err != nil {
+				return r, err
+			}
+			r.Violations = append(r.Violations, v)
 		}
 		more := ex.Next() // analyses the run: the counts below include it
 		r.Schedules, r.Blocked, r.MaxDepth, r.BoundHit, r.BudgetHit, r.DepthHit = ex.Schedules, ex.Blocked, ex.MaxDepth, ex.BoundHit, ex.BudgetHit, ex.DepthHit
@@ -254,7 +267,26 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 
 // exploreOnce runs one schedule and returns its terminal state and
 // violations.
-func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace []string, faulted bool, h *model.History, err error) {
+// wholeTrace runs a failing schedule again, alone, keeping its whole trace
+// (a replay keeps every line), and checks that it ran as the search's run
+// did (the same trace hash).
+func wholeTrace(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, schedule []string, hash string) (*sim.Trace, error) {
+	ex := dst.NewExplorer(o.Reduce, o.Bound, o.Budget)
+	ex.Replay = schedule
+	ex.DepthBudget = o.Depth
+	_, _, trace, _, _, err := exploreOnce(setup, steps, mode, o, ex)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("the failing schedule again, keeping its trace: %w", err)
+	case ex.Divergence != nil:
+		return nil, fmt.Errorf("the failing schedule did not repeat itself (a determinism bug): %w", ex.Divergence)
+	case trace.Hash() != hash:
+		return nil, fmt.Errorf("the failing schedule ran differently again (trace hash %s, then %s): a determinism bug", hash, trace.Hash())
+	}
+	return trace, nil
+}
+
+func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace *sim.Trace, faulted bool, h *model.History, err error) {
 	env := NewEnv(mode)
 	env.explorer = ex
 	defer env.Close()
@@ -288,11 +320,8 @@ func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.
 	faulted = c.Stats.FaultsInjected > 0
 	h.FaultFree = !faulted && sim.OnlyRefusals(h.Faults)
 	vs = model.Check(h)
-	if len(vs) > 0 {
-		// The search keeps only the trace's tail (a replay keeps it all).
-		trace = c.Trace.Tail(80)
-	}
-	return terminalState(h, vs), vs, trace, faulted, h, nil
+	// The search keeps only the trace's tail (a replay keeps it all).
+	return terminalState(h, vs), vs, c.Trace, faulted, h, nil
 }
 
 // terminalState renders what a schedule ended with: each user's
@@ -357,7 +386,7 @@ func (r *ExploreReport) String() string {
 	if r.DepthHit > 0 {
 		fmt.Fprintf(&b, "cut by the depth budget (%d choices): %d\n", o.Depth, r.DepthHit)
 	}
-	fmt.Fprintf(&b, "exhausted: %s, violations: %d\n", map[bool]string{true: "yes", false: "no"}[r.Exhausted], len(r.Violations))
+	fmt.Fprintf(&b, "exhausted: %s, violations: %d\n", map[bool]string{true: "yes", false: "no"}[r.Exhausted], r.Failing)
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  %s\n", model.Summarize(v.Violations))
 	}
@@ -389,7 +418,7 @@ func formatBudget(m map[string]int) string {
 //	join user=u2 room=r1
 func (e *Env) handleExplore(d *datadriven.TestData) (string, error) {
 	if len(e.setup) == 0 {
-		return "", errNoCluster
+		return "", badInput(errNoCluster)
 	}
 	e.Close()
 	o := e.ExploreDefaults

@@ -66,6 +66,22 @@ func (e *Env) Close() {
 // errNoCluster is what a command says before `cluster`.
 var errNoCluster = errors.New("no cluster yet: start the file with `cluster nodes=N`")
 
+// InputError is a file that cannot be read as written: an unknown command
+// or argument, an ill-typed value, a command before `cluster`. The
+// command line says it as bad input (exit 2), not as a failed run.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+// badInput marks err, if any, as an InputError.
+func badInput(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &InputError{Err: err}
+}
+
 // Handle runs one command and returns its output. The error of an unknown
 // command, an unknown argument or an ill-typed value names the command;
 // the caller adds the file and line.
@@ -78,10 +94,10 @@ func (e *Env) Handle(d *datadriven.TestData) (string, error) {
 	}
 	h, ok := handlers[d.Cmd]
 	if !ok {
-		return "", fmt.Errorf("unknown command %q (commands: %s)", d.Cmd, strings.Join(commandNames(), ", "))
+		return "", badInput(fmt.Errorf("unknown command %q (commands: %s)", d.Cmd, strings.Join(commandNames(), ", ")))
 	}
 	if d.Cmd != "cluster" && e.c == nil {
-		return "", errNoCluster
+		return "", badInput(errNoCluster)
 	}
 	switch d.Cmd {
 	case "check", "metrics", "trace":
@@ -92,11 +108,11 @@ func (e *Env) Handle(d *datadriven.TestData) (string, error) {
 	}
 	a, err := newArgs(e, d, h.args...)
 	if err != nil {
-		return "", err
+		return "", badInput(err)
 	}
 	out, err := h.run(e, a)
-	if err == nil {
-		err = a.err
+	if err == nil && a.err != nil {
+		err = badInput(a.err)
 	}
 	return out, err
 }

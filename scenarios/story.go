@@ -89,6 +89,8 @@ func formatStory(cfg sim.Config, comment, last string) string {
 			b.WriteString("# " + l + "\n")
 		}
 	}
+	b.WriteString("# Messages: besides any send among the actions, the run sends its built-in bursts once\n")
+	b.WriteString("# the cluster has healed and settled (sim.Settle; docs/running.md), judged for timely delivery.\n")
 	for _, n := range notCarried(cfg) {
 		b.WriteString("# NOT CARRIED (the story does not replay the run exactly): " + n + "\n")
 	}

@@ -113,7 +113,8 @@ func TestStoryConfigRoundTrip(t *testing.T) {
 		require.NoError(t, err, "%s:\n%s", name, text)
 		assert.Equal(t, cfg, got, "%s:\n%s", name, text)
 	}
-	assert.True(t, strings.HasPrefix(FormatStory(def, "how it was made\n\nreplay: x"), "# how it was made\n#\n# replay: x\nsim seed=0x2a mode=bulk\n"))
+	assert.True(t, strings.HasPrefix(FormatStory(def, "how it was made\n\nreplay: x"), "# how it was made\n#\n# replay: x\n# Messages: besides any send among the actions, the run sends its built-in bursts once\n"))
+	assert.Contains(t, FormatStory(def, ""), "(sim.Settle; docs/running.md), judged for timely delivery.\nsim seed=0x2a mode=bulk\n", "a story says where its messages come from")
 }
 
 // TestEquivStoryRoundTrip: the two-mode form reads back to the same

@@ -54,6 +54,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	shardFlag := fs.String("shard", "", "run only the searches i of n (i/n, from 1): modes and blocks are split between shards")
 	tl := fs.String("timeline", "", "write the first violation's timeline (one self-contained HTML page) to this file")
 	jobs := fs.Int("j", 1, "searches in parallel (worker processes, each a -shard); one search is never split")
+	fs.String("mutant", "", mutantFlagUsage) // taken out before parsing: main.go, mutant.go
 	first := fs.Bool("first", false, "stop each search at its first violation (the search then says exhausted=no)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
@@ -120,6 +121,9 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 			return bad("%s: %v", *schedule, err)
 		}
 	}
+	if err := checkOutputs(output{flag: "out", path: *out, dir: true}, output{flag: "junit", path: *junit}, output{flag: "timeline", path: *tl}); err != nil {
+		return bad("%v", err)
+	}
 	sh := shard{I: 1, N: 1}
 	if *shardFlag != "" {
 		var err error
@@ -141,6 +145,9 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	}
 	tty := stderrIsTerminal(stderr)
+	var st status // for the heartbeat off a terminal
+	st.set("starting " + name)
+	defer startHeartbeat(stderr, heartbeatEvery, "explore", &st)()
 	// The bubble's clock is virtual: the wall clock for -time is read by
 	// a goroutine outside it.
 	wall := startWallClock()
@@ -172,9 +179,12 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 			o := def
 			start := wall.now()
 			o.Stop = func(r *scenarios.ExploreReport) bool {
+				rate := float64(r.Schedules) / max(wall.now()-start, time.Millisecond).Seconds()
+				line := fmt.Sprintf("%s %s: %d schedules (%.0f/s), %d terminal states, depth %d, %d violations", name, m, r.Schedules, rate, len(r.Terminal), r.MaxDepth, len(r.Violations))
 				if tty {
-					rate := float64(r.Schedules) / max(wall.now()-start, time.Millisecond).Seconds()
-					fmt.Fprintf(stderr, "\r%s %s: %d schedules (%.0f/s), %d terminal states, depth %d   ", name, m, r.Schedules, rate, len(r.Terminal), r.MaxDepth)
+					fmt.Fprintf(stderr, "\r%s   ", line)
+				} else {
+					st.set(line)
 				}
 				seen(r)
 				return (*first && len(r.Violations) > 0) || (*budget > 0 && wall.now()-start >= *budget)
@@ -189,6 +199,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 			if tty {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
+			if ierr := (*scenarios.InputError)(nil); errors.As(err, &ierr) {
+				herr = err
+				return
+			}
 			if err != nil {
 				herr = fmt.Errorf("%s mode %s: %w", name, m, err)
 				return
@@ -198,6 +212,12 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	})
 	if herr == nil && err != nil {
 		herr = err
+	}
+	if ierr := (*scenarios.InputError)(nil); errors.As(herr, &ierr) {
+		// A file that cannot be read as written: one line naming its
+		// line (the same in every mode).
+		fmt.Fprintf(stderr, "relaysim explore: %v\n", herr)
+		return exitUsage
 	}
 	if herr != nil {
 		fmt.Fprintf(stderr, "relaysim explore: %v\n", herr)
@@ -276,28 +296,28 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 		fmt.Fprintf(stdout, "== %s mode=%s\n%s", name, r.Mode, r)
 		schedules += r.Schedules
 		terminal += len(r.Terminal)
-		violations += len(r.Violations)
+		violations += max(r.Failing, len(r.Violations))
 		exhausted = exhausted && r.Exhausted
 		jc := junitCase{Name: fmt.Sprintf("%s %s #%d", name, r.Mode, i+1), Classname: "relaysim.explore"}
 		for k, v := range r.Violations {
 			file := filepath.Join(outDir, fmt.Sprintf("explore-%s-%s-%d.schedule", sanitize(name), r.Mode, k+1))
-			err := os.MkdirAll(outDir, 0o755)
-			if err == nil {
-				err = os.WriteFile(file, []byte(dst.FormatSchedule(v.Schedule)), 0o644)
-			}
-			if err != nil {
-				fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
+			if f := fs.Lookup("schedule"); f != nil && f.Value.String() != "" {
+				file = f.Value.String() // a replay names the schedule it ran: no copy
+			} else {
+				err := os.MkdirAll(outDir, 0o755)
+				if err == nil {
+					err = os.WriteFile(file, []byte(dst.FormatSchedule(v.Schedule)), 0o644)
+				}
+				if err != nil {
+					fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
+				}
 			}
 			src := "-scenario " + scenario
 			if scenario == "" {
 				src = "-story " + story
 			}
-			replay := fmt.Sprintf("relaysim explore %s -mode %s%s -schedule %s", src, r.Mode, budgetFlags(fs), file)
-			fmt.Fprintf(stdout, "\nFAILED: %s in mode %s, schedule %s (%d choices)\n", model.Summarize(v.Violations), r.Mode, file, len(v.Schedule))
-			for _, vi := range v.Violations[:min(5, len(v.Violations))] {
-				fmt.Fprintf(stdout, "  %s\n", vi)
-			}
-			fmt.Fprintf(stdout, "replay:  %s\n", replay)
+			replay := fmt.Sprintf("%s relaysim explore %s -mode %s%s -schedule %s", goRun(), src, r.Mode, budgetFlags(fs), file)
+			fmt.Fprint(stdout, "\n"+exploreBanner(name, r, k, v, file, replay))
 			for _, p := range propertiesOf(v.Violations) {
 				if !slices.Contains(props, p) {
 					props = append(props, p)
@@ -305,10 +325,6 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 			}
 			if firstReplay == "" {
 				firstReplay = replay
-			}
-			fmt.Fprintf(stdout, "trace (last %d lines of the schedule's run):\n", len(v.Trace))
-			for _, ln := range v.Trace {
-				fmt.Fprintf(stdout, "  %s\n", ln)
 			}
 			if k == 0 {
 				jc.Failure = &junitFailure{Message: model.Summarize(v.Violations), Text: replay}
@@ -341,6 +357,24 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 	fmt.Fprintf(stdout, "explore: %d schedules, %d terminal states, exhausted=%s, violations=%d\n",
 		schedules, terminal, map[bool]string{true: "yes", false: "no"}[exhausted], violations)
 	return code
+}
+
+// exploreBanner is a failing schedule's banner, built like a failed run's
+// (sim.Report): the violated properties with their evidence, the trace
+// lines around the first evidence line (from the schedule run again
+// keeping its whole trace), the trace hash and the replay command.
+func exploreBanner(name string, r *scenarios.ExploreReport, k int, v scenarios.ExploreViolation, file, replay string) string {
+	rep := sim.Report{
+		Headline:   fmt.Sprintf("relaysim FAILED  explore %s mode=%s: failing schedule %d of %d (%d choices)", name, r.Mode, k+1, r.Failing, len(v.Schedule)),
+		Facts:      []string{"schedule: " + file},
+		Violations: v.Violations,
+		Replay:     []string{replay},
+		Commit:     fmt.Sprintf("a schedule belongs to its commit (%s); on another commit it may run differently.", commitNote(sim.BuildCommit())),
+	}
+	if v.Whole != nil {
+		rep.Trace, rep.TraceHash = v.Whole, v.Whole.Hash()
+	}
+	return rep.String()
 }
 
 // budgetFlags repeats the flags that shape a search, for a replay line.

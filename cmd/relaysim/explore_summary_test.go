@@ -16,7 +16,7 @@ import (
 // until the first violation.
 func TestExploreSummaryLine(t *testing.T) {
 	fail := &scenarios.ExploreReport{Mode: system.ModeSingle, Schedules: 7, Terminal: map[string]bool{"a": true, "b": true},
-		Violations: []scenarios.ExploreViolation{{Schedule: []string{"k1"}, Violations: []model.Violation{{Property: model.PropNoLoss, Detail: "lost"}}}}}
+		Failing: 1, Violations: []scenarios.ExploreViolation{{Schedule: []string{"k1"}, Violations: []model.Violation{{Property: model.PropNoLoss, Detail: "lost"}}}}}
 	ok := &scenarios.ExploreReport{Mode: system.ModeBulk, Schedules: 3, Terminal: map[string]bool{"a": true}, Exhausted: true}
 	var out bytes.Buffer
 	fs := newFlagSet("explore")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,4 +70,37 @@ func TestExploreScheduleDivergence(t *testing.T) {
 	assert.Equal(t, exitHarness, ee.ExitCode())
 	assert.Contains(t, errb.String(), "did not repeat itself")
 	assert.Contains(t, errb.String(), "u9|client|a1 nothing")
+}
+
+// A failing schedule's banner is built like a failed run's: headline,
+// violated properties, the trace around the evidence, a trace hash, and a
+// replay command (the mutant's overlay included) that, pasted as is, runs
+// the same schedule to the same hash.
+func TestExploreBannerUnderAMutant(t *testing.T) {
+	if !*mutantBuilds {
+		t.Skip("builds a catalog mutant: run with -mutant-builds (.ci/run does)")
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	dir := t.TempDir()
+	bin := buildRunner(t)
+	cmd := exec.Command(bin, "explore", "-mutant", "idem-key-written-apart", "-scenario", "../../mutants/stories/send-crash-retry.txt", "-mode", "single", "-first", "-out", dir)
+	out, err := cmd.Output()
+	var exit *exec.ExitError
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, out)
+	require.Equal(t, exitFail, exit.ExitCode(), "%s", out)
+	text := string(out)
+	assert.Contains(t, text, "relaysim FAILED  explore ../../mutants/stories/send-crash-retry.txt mode=single: failing schedule 1 of 1")
+	assert.Contains(t, text, "violated: no-loss: ")
+	assert.Contains(t, text, "trace around the first evidence")
+	assert.Contains(t, text, "\n  >> ")
+	assert.Equal(t, 1, strings.Count(text, "violations: 1\n"), "one count of failing schedules per search")
+	hash := regexp.MustCompile(`(?m)^trace-hash ([0-9a-f]{32})$`).FindStringSubmatch(text)
+	require.NotNil(t, hash, text)
+	replay := regexp.MustCompile(`(?m)^replay:  (go tool -overlay=\S+ relaysim explore .*)$`).FindStringSubmatch(text)
+	require.NotNil(t, replay, text)
+	args := strings.Fields(replay[1])
+	again, err := exec.Command(args[0], args[1:]...).Output()
+	require.True(t, errors.As(err, &exit), "%v\n%s", err, again)
+	assert.Equal(t, exitFail, exit.ExitCode())
+	assert.Contains(t, string(again), "trace-hash "+hash[1]+"\n", "the pasted replay runs the same schedule")
 }

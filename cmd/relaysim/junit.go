@@ -229,7 +229,8 @@ func readJUnit(path string) ([]junitSuite, error) {
 // works without a shell (a distroless container); "-o -" writes the XML
 // to stdout (kubectl logs) and nothing else there. Otherwise the last line
 // says how many cases failed. Exit 0 whatever failed (the shards carry
-// their verdicts), 1 when a file cannot be read or written.
+// their verdicts), 2 when an input cannot be read or the output written
+// (checked before anything is read), 1 when writing it fails midway.
 func cmdJUnitMerge(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("junit-merge")
 	out := fs.String("o", "", "write the merged report here, - for stdout (required)")
@@ -247,12 +248,15 @@ func cmdJUnitMerge(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: relaysim junit-merge -o all.xml|- junit-1.xml junit-2.xml ... (or 'junit-*.xml')")
 		return exitUsage
 	}
+	if err := checkOutputs(output{flag: "o", path: *out}); err != nil {
+		return usageError(stderr, "junit-merge", err)
+	}
 	var suites []junitSuite
 	for _, path := range files {
 		s, err := readJUnit(path)
-		if err != nil {
+		if err != nil { // a missing or malformed input is bad input
 			fmt.Fprintf(stderr, "relaysim junit-merge: %v\n", err)
-			return exitFail
+			return exitUsage
 		}
 		for i := range s {
 			s[i].count()

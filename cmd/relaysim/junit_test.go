@@ -143,8 +143,8 @@ func TestJUnitMergeErrors(t *testing.T) {
 		{"no output", []string{filepath.Join(dir, "x.xml")}, exitUsage, "usage: relaysim junit-merge"},
 		{"no inputs", []string{"-o", filepath.Join(dir, "all.xml")}, exitUsage, "usage: relaysim junit-merge"},
 		{"glob matches nothing", []string{"-o", filepath.Join(dir, "all.xml"), filepath.Join(dir, "junit-*.xml")}, exitUsage, "matches no file"},
-		{"missing file", []string{"-o", filepath.Join(dir, "all.xml"), filepath.Join(dir, "nope.xml")}, exitFail, "no such file"},
-		{"not JUnit", []string{"-o", filepath.Join(dir, "all.xml"), bad}, exitFail, "not JUnit XML"},
+		{"missing file", []string{"-o", filepath.Join(dir, "all.xml"), filepath.Join(dir, "nope.xml")}, exitUsage, "no such file"},
+		{"not JUnit", []string{"-o", filepath.Join(dir, "all.xml"), bad}, exitUsage, "not JUnit XML"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errb bytes.Buffer

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,10 +19,20 @@ import (
 	"github.com/relaysim/relaysim/mutants"
 )
 
+// mutantBuilds lets the tests that build a catalog mutant run: each build
+// takes 20-90 s on a 2-core machine, which would push the package towards
+// go test's 10-minute timeout under load. .ci/run and make test-mutant-builds
+// set it.
+var mutantBuilds = flag.Bool("mutant-builds", false, "also run the tests that build the runner with a catalog mutant (slow: .ci/run sets it)")
+
 // buildMutant builds the runner with a catalog mutant's overlay, as the
-// catalog does, and returns the binary and the overlay.
+// catalog does, and returns the binary and the overlay. Without
+// -mutant-builds it skips the test.
 func buildMutant(t *testing.T, name string) (bin, overlay string) {
 	t.Helper()
+	if !*mutantBuilds {
+		t.Skip("builds a catalog mutant: run with -mutant-builds (.ci/run does)")
+	}
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	all, err := mutants.Catalog()

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // Exit codes (exitHarness, and what each means for a run: summary.go).
@@ -33,6 +34,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return exitUsage
+	}
+	if slices.Contains(mutantCommands, args[0]) {
+		name, rest, ok, err := splitMutant(args[1:])
+		if err != nil {
+			return usageError(stderr, args[0], err)
+		}
+		switch {
+		case ok && helpAsked(rest):
+			// -h lists the flags; the mutant is only named, not built.
+			if _, err := findMutant(name); err != nil {
+				return usageError(stderr, args[0], err)
+			}
+			args = append(args[:1:1], rest...)
+		case ok:
+			return runMutant(args[0], name, rest, stdout, stderr)
+		}
 	}
 	switch args[0] {
 	case "run", "replay":

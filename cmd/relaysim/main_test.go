@@ -117,13 +117,13 @@ func TestRunPrintsStableTraceHash(t *testing.T) {
 	// churn-only variant in each mode.
 	dir := t.TempDir()
 	last := lastLine(t, bin, "sweep", "-seeds", "1-2", "-mode", "both", "-j", "2", "-junit", filepath.Join(dir, "w.xml"))
-	assert.Equal(t, "seeds: 10 failed: 0", last)
+	assert.Equal(t, "runs: 10 failed: 0", last)
 	out, err := exec.Command(bin, "sweep", "-seeds", "1-2", "-mode", "bulk", "-equiv=false", "-j", "2", "-isolate", "-junit", filepath.Join(dir, "p.xml")).Output()
 	require.NoError(t, err)
 	lines := strings.SplitAfter(string(out), "\n")
 	require.Len(t, lines, 4, "%q", out) // the coverage line, the counts, the last line, ""
 	assert.True(t, strings.HasPrefix(lines[0], "coverage: of 4 runs, met: "), "%q", lines[0])
-	assert.Equal(t, "sweep: 2 seeds x 2 runs (bulk, churn-only bulk) = 4 runs; failed: 0 seeds, 0 runs\nseeds: 4 failed: 0\n", strings.Join(lines[1:], ""))
+	assert.Equal(t, "sweep: 2 seeds x 2 runs (bulk, churn-only bulk) = 4 runs; failed: 0 seeds, 0 runs\nruns: 4 failed: 0\n", strings.Join(lines[1:], ""))
 
 	// A job run by a worker process, after other jobs in that process,
 	// prints what the command run alone prints: the same trace hashes.

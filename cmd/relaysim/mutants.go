@@ -65,7 +65,7 @@ func runMutants(ms []*mutants.Mutant, budget time.Duration, jobs int, stdout, st
 		fmt.Fprintf(stderr, "relaysim mutants: %v\n", err)
 		return exitFail
 	}
-	o := mutants.Options{Root: root, Budget: budget, Progress: stderr}
+	o := mutants.Options{Root: root, Budget: budget, Progress: stderr, Heartbeat: heartbeatEvery}
 	rs := mutants.Run(context.Background(), o, ms, jobs)
 	if mutants.Report(stdout, rs) < len(rs) {
 		return exitFail
@@ -95,6 +95,9 @@ func writeOverlays(ms []*mutants.Mutant, stdout, stderr io.Writer) int {
 func listMutants(w io.Writer, ms []*mutants.Mutant) {
 	for _, m := range ms {
 		fmt.Fprintf(w, "%-40s %-22s %-8s %s\n", m.Name, m.Property, m.Suite, m.Story)
+		if m.Note != "" { // why this property catches it
+			fmt.Fprintf(w, "%-40s %-22s %-8s why %s: %s\n", "", "", "", m.Property, m.Note)
+		}
 	}
 }
 

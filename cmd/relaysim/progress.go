@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 )
 
@@ -17,6 +18,7 @@ type progress struct {
 	total, step      int
 	finished, failed int
 	label            string
+	status           status // "12/200 runs, 1 failed", for the heartbeat
 	start            time.Time
 	now              func() time.Time
 }
@@ -42,6 +44,7 @@ func (p *progress) done(ok bool) {
 	if !ok {
 		p.failed++
 	}
+	p.status.set(fmt.Sprintf("%d/%d runs, %d failed", p.finished, p.total, p.failed))
 	switch {
 	case p.tty:
 		fmt.Fprintf(p.w, "\r%s\x1b[K", p.line())
@@ -67,5 +70,59 @@ func (p *progress) line() string {
 func (p *progress) finish() {
 	if p.tty && p.finished > 0 {
 		fmt.Fprintln(p.w)
+	}
+}
+
+// heartbeatEvery is how often a long job says something when stderr is
+// not a terminal (a CI log): report, mutants, explore and sweep.
+const heartbeatEvery = 30 * time.Second
+
+// status is a long job's latest state, for its heartbeat. Set and line
+// may be called from any goroutine.
+type status struct {
+	mu   sync.Mutex
+	text string
+}
+
+func (s *status) set(text string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.text = text
+}
+
+func (s *status) get() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.text
+}
+
+// startHeartbeat writes "<label>: <status> (<elapsed>)" to w every period
+// until stop is called, when w is not a terminal (on a terminal the jobs
+// keep a live line instead). A job never goes quiet in a CI log for more
+// than a period.
+func startHeartbeat(w io.Writer, period time.Duration, label string, st *status) (stop func()) {
+	if stderrIsTerminal(w) {
+		return func() {}
+	}
+	start := time.Now()
+	t := time.NewTicker(period)
+	quit := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-t.C:
+				fmt.Fprintf(w, "%s: %s (%s so far)\n", label, st.get(), time.Since(start).Round(time.Second))
+			case <-quit:
+				return
+			}
+		}
+	}()
+	return func() {
+		t.Stop()
+		close(quit)
+		wg.Wait()
 	}
 }

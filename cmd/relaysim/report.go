@@ -20,7 +20,7 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.Load, "load", o.Load, "load per condition, virtual (the seed: 120s)")
 	fs.DurationVar(&o.Drain, "drain", o.Drain, "drain after the load, virtual (the seed: 60s)")
 	messages := fs.Int("messages", 20, "messages per Scenario 1/2 run")
-	what := "all"
+	what := ""
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		what, args = args[0], args[1:]
 	}
@@ -33,9 +33,22 @@ func cmdReport(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		return usageError(stderr, "report", fmt.Errorf("unexpected argument %q: want relaysim report axis-a|axis-b|scenario1|scenario2|all [flags]", fs.Arg(0)))
 	}
+	if what == "" {
+		return usageError(stderr, "report", errors.New("name the experiment: axis-a, axis-b, scenario1, scenario2 or all (all runs every one at full length: about 18 minutes on 2 cores)"))
+	}
+	if err := checkOutputs(output{flag: "plot", path: *plot, dir: true}); err != nil {
+		return usageError(stderr, "report", err)
+	}
+	// On a terminal every step is said; elsewhere (a CI log) the step in
+	// progress every heartbeatEvery, so a long report is never silent.
+	var st status
+	st.set("starting " + what)
 	if isTerminal(os.Stderr) {
 		start := time.Now()
 		o.Progress = func(msg string) { fmt.Fprintf(stderr, "[%5.0fs] %s\n", time.Since(start).Seconds(), msg) }
+	} else {
+		o.Progress = st.set
+		defer startHeartbeat(stderr, heartbeatEvery, "report", &st)()
 	}
 	rep, err := experiments.Run(o, what, *messages, experiments.Scenario2Users)
 	if err != nil {

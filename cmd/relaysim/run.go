@@ -49,6 +49,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.StringVar(&f.scheduler, "scheduler", "random", "scheduler: random, pct, exhaustive or first (the first ready op, no delays: what shrink prefers)")
 	fs.StringVar(&f.trace, "trace", "", "write the whole trace to this file")
 	fs.StringVar(&f.history, "history", "", "write the run's history (client events, deliveries, faults, tasks, samples, room logs) to this file as JSON lines, streamed")
+	fs.String("mutant", "", mutantFlagUsage) // taken out before parsing: main.go, mutant.go
 	fs.StringVar(&f.timeline, "timeline", "", "write the run as a self-contained HTML timeline to this file (lanes per client, node and Redis; faults; the violation's evidence)")
 	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.memprof, "memprofile", "", "write a heap profile (taken at the end of the run, before its checks) to this file")
@@ -175,6 +176,9 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 		}
 		return usageError(stderr, name, err)
 	}
+	if err := checkOutputs(f.outputs()...); err != nil {
+		return usageError(stderr, name, err)
+	}
 	out, err := openOutputs(f)
 	if err != nil {
 		fmt.Fprintf(stderr, "relaysim %s: %v\n", name, err)
@@ -236,6 +240,12 @@ type runOutputs struct {
 }
 
 // openOutputs starts the profiles and opens the history file of f.
+// outputs are the files a run writes.
+func (f *runFlags) outputs() []output {
+	return []output{{flag: "trace", path: f.trace}, {flag: "timeline", path: f.timeline}, {flag: "history", path: f.history},
+		{flag: "cpuprofile", path: f.cpuprof}, {flag: "memprofile", path: f.memprof}}
+}
+
 func openOutputs(f *runFlags) (*runOutputs, error) {
 	o := &runOutputs{trace: f.trace, timeline: f.timeline, title: "relaysim " + f.fs.Name(), replay: func() string { return replayCommand(f) }}
 	var err error

@@ -59,6 +59,9 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 	if sf.isolate && sf.equiv {
 		return usageError(stderr, "shrink", fmt.Errorf("-isolate runs one mode's run per child; not with -equiv"))
 	}
+	if err := checkOutputs(append(f.outputs(), output{flag: "o", path: sf.out})...); err != nil {
+		return usageError(stderr, "shrink", err)
+	}
 	prog := newShrinkProgress(stderr, sf.verbose)
 	opt := sim.ShrinkOptions{Property: sf.property, Equiv: sf.equiv, MaxRuns: sf.maxRuns, Budget: sf.budget,
 		KeepSchedule: sf.keepSchedule, Progress: prog.update}

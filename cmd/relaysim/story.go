@@ -37,13 +37,14 @@ func cmdReplayStory(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("replay-story")
 	path := fs.String("story", "", "the story file to play (scenarios/testdata/shrunk/*.txt, relaysim shrink -o)")
 	trace := fs.String("trace", "", "write the whole trace to this file")
+	fs.String("mutant", "", mutantFlagUsage) // taken out before parsing: main.go, mutant.go
 	timeline := fs.String("timeline", "", "write the run as a self-contained HTML timeline to this file")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
 		}
 		if strings.HasPrefix(err.Error(), "no flag") {
-			err = fmt.Errorf("%w: a story carries its own seed, mode and knobs (replay -story FILE takes only -trace and -timeline)", err)
+			err = fmt.Errorf("%w: a story carries its own seed, mode and knobs (replay -story FILE takes only -trace, -timeline and -mutant)", err)
 		}
 		return usageError(stderr, name, err)
 	}
@@ -52,6 +53,9 @@ func cmdReplayStory(args []string, stdout, stderr io.Writer) int {
 	}
 	if *path == "" {
 		return usageError(stderr, name, fmt.Errorf("-story needs a file"))
+	}
+	if err := checkOutputs(output{flag: "trace", path: *trace}, output{flag: "timeline", path: *timeline}); err != nil {
+		return usageError(stderr, name, err)
 	}
 	text, err := os.ReadFile(*path)
 	if err != nil {

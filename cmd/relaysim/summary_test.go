@@ -64,7 +64,7 @@ func TestSweepCountsSeedsAndRunsApart(t *testing.T) {
 	assert.Equal(t, exitOK, run([]string{"sweep", "-seeds", "1-2", "-shard", "3/4"}, &out, &errb))
 	assert.Equal(t, "sweep: shard 3/4 of -seeds 1-2 holds no seed: nothing ran (shard i/n takes every n-th seed of the range from the i-th)\n"+
 		"sweep: 0 seeds x 3 runs (bulk, equiv, churn-only bulk) = 0 runs; failed: 0 seeds, 0 runs\n"+
-		"seeds: 0 failed: 0\n", out.String())
+		"runs: 0 failed: 0\n", out.String())
 
 	sp, err := parseSweep([]string{"-seeds", "1-3", "-mode", "both", "-churn-variant=false"}, func(string) string { return "" }, &bytes.Buffer{})
 	require.NoError(t, err)
@@ -79,7 +79,7 @@ func TestSweepCountsSeedsAndRunsApart(t *testing.T) {
 	sp.jobs[8].ok, sp.jobs[8].code = false, 2        // seed 3: the Go runtime crashed
 	out.Reset()
 	assert.Equal(t, exitFail, sp.verdict(&out), "a violation outranks a hang")
-	assert.Equal(t, "sweep: 3 seeds x 3 runs (single, bulk, equiv) = 9 runs; failed: 2 seeds, 3 runs\nseeds: 9 failed: 3\n", out.String())
+	assert.Equal(t, "sweep: 3 seeds x 3 runs (single, bulk, equiv) = 9 runs; failed: 2 seeds, 3 runs\nruns: 9 failed: 3\n", out.String())
 }
 
 // Under a catalog mutant every printed command builds the mutant again:

@@ -140,9 +140,9 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 
 // cmdSweep runs many seeds in worker processes (worker.go) and lists the
 // failing ones with their replay commands. The line before the last
-// counts seeds and runs apart; the last line is "seeds: <runs> failed:
-// <failed runs>" (its words predate the distinction; tools parse it as it
-// is). stdout depends only on the arguments; progress and speed go to
+// counts seeds and runs apart; the last line is "runs: <runs> failed:
+// <failed runs>" (it said "seeds:" for runs until the first-hour issue).
+// stdout depends only on the arguments; progress and speed go to
 // stderr. Exit 1 when a run violated a property, else 3 when a run hung or
 // crashed (summary.go), else 0.
 func cmdSweep(args []string, stdout, stderr io.Writer) int {
@@ -154,8 +154,15 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "sweep", err)
 	}
 	all, o, extra := sp.jobs, sp.o, sp.extra
+	if err := checkOutputs(output{flag: "junit", path: o.junit}); err != nil {
+		return usageError(stderr, "sweep", err)
+	}
 	start := time.Now()
-	cpu := runSweep(all, o, extra, newProgress(stderr, len(all), o.shard))
+	prog := newProgress(stderr, len(all), o.shard)
+	prog.status.set(fmt.Sprintf("0/%d runs", len(all)))
+	stop := startHeartbeat(stderr, heartbeatEvery, prog.label, &prog.status)
+	cpu := runSweep(all, o, extra, prog)
+	stop()
 	fmt.Fprintln(stderr, speedLine(len(all), time.Since(start), cpu, o))
 	if o.junit != "" {
 		suite := junitSuiteOf(all, extra, sp.seeds, o)
@@ -197,7 +204,7 @@ func (sp *sweepSpec) verdict(stdout io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "sweep: %d seeds x %d runs (%s) = %d runs; failed: %d seeds, %d runs\n",
 		sp.nseeds, sp.perSeed, sp.modes, len(sp.jobs), len(badSeeds), failed)
-	fmt.Fprintf(stdout, "seeds: %d failed: %d\n", len(sp.jobs), failed)
+	fmt.Fprintf(stdout, "runs: %d failed: %d\n", len(sp.jobs), failed)
 	if code != exitOK && code != exitFail {
 		code = exitHarness // a hung job, or a crash the Go runtime exited 2 for
 	}

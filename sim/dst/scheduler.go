@@ -83,7 +83,7 @@ type Scheduler struct {
 	// release order): the experiments time fan-outs with it.
 	OnRelease func(op *Op, now time.Duration)
 	// Explorer, when set and armed, makes every choice instead of the
-	// strategy (explore.go); cur is the index of its latest event, which
+	// strategy (explorestep.go); cur is the index of its latest event, which
 	// ops that park now record as their parent.
 	Explorer *Explorer
 	cur      int

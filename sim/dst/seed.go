@@ -1,6 +1,7 @@
 package dst
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -22,6 +23,9 @@ func ParseSeed(s string) (Seed, error) {
 		v, err = strconv.ParseUint(rest, 16, 64)
 	} else {
 		v, err = strconv.ParseUint(t, 10, 64)
+	}
+	if errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("seed %q is out of range: a seed is 64 bits, at most 0xffffffffffffffff (18446744073709551615)", s)
 	}
 	if err != nil || t == "" {
 		return 0, fmt.Errorf("malformed seed %q: want hex (0x2a) or decimal (42)", s)

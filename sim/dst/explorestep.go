@@ -1,0 +1,271 @@
+// The search's choices during a run (explore.go describes the search):
+// arming and disarming it, the step the scheduler delegates to it at a
+// quiet point, the choice made at each level (a replayed prefix, else the
+// default pick) and the events it records.
+
+package dst
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Arm starts the choices of one run (the story's concurrent steps begin).
+func (e *Explorer) Arm(s *Scheduler) {
+	e.armed = true
+	e.depth, e.events, e.blocked, e.ticked = 0, e.events[:0], -1, false
+	e.opEvent = map[string]int{}
+	if e.Replay != nil && e.Schedules == 0 {
+		e.prefix = e.Replay
+	}
+	e.Schedules++
+	s.lock <- struct{}{}
+	s.cur = -1
+	<-s.lock
+}
+
+// Disarm ends the choices of this run (the horizon): a last level offers
+// the lazy ops still parked (a crash at the end), then the run goes on
+// with default picks and no events.
+func (e *Explorer) Disarm(s *Scheduler) (fired bool) {
+	if !e.armed {
+		return false
+	}
+	s.lock <- struct{}{}
+	var lazy []*Op
+	for _, op := range s.sorted {
+		if op.Lazy {
+			lazy = append(lazy, op)
+		}
+	}
+	<-s.lock
+	if len(lazy) > 0 && e.blocked < 0 {
+		if op := e.barrierChoice(lazy); op != nil {
+			e.fire(s, op)
+			fired = true
+		}
+	}
+	if e.depth < len(e.prefix) && e.Divergence == nil {
+		e.Divergence = fmt.Errorf("replay diverged: the run ended after %d choices of the %d it should repeat", e.depth, len(e.prefix))
+	}
+	e.armed = false
+	return fired
+}
+
+// exploreStep makes one choice at a quiet point; false when nothing runs
+// now (virtual time may advance: a barrier).
+func (s *Scheduler) exploreStep(ready, lazy []*Op, now time.Duration) bool {
+	e := s.Explorer
+	if len(ready) == 0 {
+		if e.ticked {
+			return false
+		}
+		e.ticked = true
+		if len(lazy) > 0 && e.blocked < 0 {
+			if op := e.barrierChoice(lazy); op != nil {
+				e.fire(s, op)
+				return true
+			}
+		} else {
+			e.record(event{choice: tick, all: true, parent: -1, prev: -1, level: -1})
+		}
+		s.lock <- struct{}{}
+		s.cur = len(e.events) - 1
+		<-s.lock
+		return false
+	}
+	op, fault := e.choose(ready, lazy)
+	if op.Lazy {
+		e.fire(s, op)
+		return true
+	}
+	s.lock <- struct{}{}
+	s.cur = len(e.events) - 1
+	if fault == "delay" {
+		op.ReadyAt = now + op.FaultDelay
+		op.delayed = true
+		op.fault = "delay" // Gate returns it when the op runs at last
+		<-s.lock
+		s.trace.Event(now, op.Node, "explore: delay %s %s by %v", op.Kind, op.ID, op.FaultDelay)
+		return true
+	}
+	if fault != "" {
+		op.fault = fault
+	}
+	s.unpark(op)
+	<-s.lock
+	s.Steps++
+	if fault != "" {
+		s.trace.Event(now, op.Node, "explore: %s %s %s", fault, op.Kind, op.ID)
+	} else {
+		s.trace.Op(now, op.Node, op.Kind, op.ID)
+	}
+	if s.OnRelease != nil {
+		s.OnRelease(op, now)
+	}
+	close(op.release)
+	e.ticked = false
+	return true
+}
+
+// fire releases a lazy op with "fire".
+func (e *Explorer) fire(s *Scheduler, op *Op) {
+	s.lock <- struct{}{}
+	s.cur = len(e.events) - 1
+	op.fault = "fire"
+	s.unpark(op)
+	<-s.lock
+	s.Steps++
+	s.trace.Event(s.Now(), op.Node, "explore: fire %s %s", op.Kind, op.ID)
+	close(op.release)
+	e.ticked = false
+}
+
+// choose picks the op to run at a quiet point with something ready.
+func (e *Explorer) choose(ready, lazy []*Op) (*Op, string) {
+	var l *level
+	if e.depth < len(e.tree) {
+		l = e.tree[e.depth]
+	} else {
+		l = e.newLevel(ready, lazy)
+		e.tree = append(e.tree, l)
+	}
+	c := ""
+	if e.depth < len(e.prefix) {
+		c = e.prefix[e.depth]
+	} else {
+		c = e.defaultPick(l, ready)
+	}
+	key, fault := splitChoice(c)
+	op := findOp(ready, lazy, key)
+	if op == nil {
+		if e.Divergence == nil {
+			e.Divergence = fmt.Errorf("replay diverged at choice %d: %q is not parked and ready (parked: %s)", e.depth+1, c, keysOf(ready, lazy))
+		}
+		c = e.defaultPick(l, ready)
+		key, fault = splitChoice(c)
+		op = findOp(ready, lazy, key)
+	}
+	l.chosen = c
+	l.done[c] = true
+	preempt := !op.Lazy && len(l.chain) > 0 && !l.chain[key]
+	l.preempted = preempt
+	e.record(event{choice: c, key: key, touch: l.touchOf(c), parent: op.parent, prev: e.prevOf(key), level: e.depth, preempt: preempt, lazy: op.Lazy})
+	e.depth++
+	e.MaxDepth = max(e.MaxDepth, e.depth)
+	return op, fault
+}
+
+// barrierChoice offers the lazy ops at a quiet point with nothing else
+// ready (and at the horizon): nil lets time run on.
+func (e *Explorer) barrierChoice(lazy []*Op) *Op {
+	var l *level
+	if e.depth < len(e.tree) {
+		l = e.tree[e.depth]
+	} else {
+		l = e.newLevel(nil, lazy)
+		e.tree = append(e.tree, l)
+	}
+	c := tick
+	if e.depth < len(e.prefix) {
+		c = e.prefix[e.depth]
+	}
+	var op *Op
+	if c != tick {
+		if op = findOp(nil, lazy, c); op == nil && e.Divergence == nil {
+			e.Divergence = fmt.Errorf("replay diverged at choice %d: %q is not parked (parked: %s)", e.depth+1, c, keysOf(nil, lazy))
+			c = tick
+		}
+	}
+	l.chosen = c
+	l.done[c] = true
+	l.preempted = false
+	ev := event{choice: c, all: c == tick, parent: -1, prev: -1, level: e.depth}
+	if op != nil {
+		ev.key, ev.touch, ev.parent, ev.lazy = op.Key, op.Touch, op.parent, true
+	}
+	e.record(ev)
+	e.depth++
+	e.MaxDepth = max(e.MaxDepth, e.depth)
+	return op
+}
+
+func (e *Explorer) record(ev event) {
+	if ev.all {
+		e.passed = true
+	}
+	if ev.key != "" {
+		e.opEvent[ev.key] = len(e.events)
+	}
+	e.events = append(e.events, ev)
+}
+
+func (e *Explorer) prevOf(key string) int {
+	if i, ok := e.opEvent[key]; ok {
+		return i
+	}
+	return -1
+}
+
+// defaultPick continues the causal chain (the lowest key among the ops the
+// last event parked), else takes the lowest key; it avoids ops asleep and
+// stays within the bound. A run with every op asleep is redundant
+// (blocked): it goes on, but adds nothing to the search.
+func (e *Explorer) defaultPick(l *level, ready []*Op) string {
+	awake := func(k string) bool { _, asleep := l.sleep[k]; return !asleep }
+	if e.RandomPick != nil {
+		return ready[e.RandomPick(len(ready))].Key
+	}
+	if e.LowestKey {
+		return ready[0].Key
+	}
+	for _, op := range ready {
+		if l.chain[op.Key] && awake(op.Key) {
+			return op.Key
+		}
+	}
+	canPreempt := len(l.chain) == 0 || e.Bound < 0 || l.preempt < e.Bound
+	if canPreempt {
+		for _, op := range ready {
+			if awake(op.Key) {
+				return op.Key
+			}
+		}
+	}
+	if e.blocked < 0 {
+		e.blocked = e.depth
+		e.Blocked++
+	}
+	for _, op := range ready {
+		if l.chain[op.Key] {
+			return op.Key
+		}
+	}
+	return ready[0].Key
+}
+
+func findOp(ready, lazy []*Op, key string) *Op {
+	for _, op := range ready {
+		if op.Key == key {
+			return op
+		}
+	}
+	for _, op := range lazy {
+		if op.Key == key {
+			return op
+		}
+	}
+	return nil
+}
+
+func keysOf(ready, lazy []*Op) string {
+	var ks []string
+	for _, op := range ready {
+		ks = append(ks, op.Key)
+	}
+	for _, op := range lazy {
+		ks = append(ks, op.Key+" (lazy)")
+	}
+	return strings.Join(ks, ", ")
+}
