@@ -144,6 +144,7 @@ func TestTimelineInBrowser(t *testing.T) {
 		x += shift
 		lw, _ := strconv.ParseFloat(attr(l, "data-w"), 64)
 		require.Positive(t, lw, "a label's measured width")
+		assert.True(t, x >= 0 && x+lw <= w, "a label wholly on the screen: %g+%g of %g", x, lw, w)
 		for _, o := range rows[attr(l, "y")] {
 			assert.True(t, x+lw <= o.a || x >= o.b, "labels overlap at x=%g", x)
 		}

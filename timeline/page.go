@@ -238,14 +238,14 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
   }
 
   // layLabels shows the labels that fit: on each lane, the first
-  // violation's first, then the others in order, each only where it
-  // overlaps no label already shown. A hidden label's mark still tells
-  // everything on hover.
+  // violation's first, then the others in order, each only where it is
+  // wholly on the screen and overlaps no label already shown. A hidden
+  // label's mark still tells everything on hover.
   function layLabels(w, dx) {
     var shown = {};
     labels.slice().sort(function (p, q) { return p.first - q.first; }).forEach(function (p) {
       var x = +p.el.getAttribute("x") + dx, row = shown[p.y] = shown[p.y] || [];
-      var fits = x + p.len > 0 && x < w && row.every(function (r) { return x + p.len + 6 <= r[0] || x >= r[1] + 6; });
+      var fits = x >= 0 && x + p.len <= w && row.every(function (r) { return x + p.len + 6 <= r[0] || x >= r[1] + 6; });
       p.el.classList.toggle("hidden", !fits);
       if (fits) { row.push([x, x + p.len]); }
     });
