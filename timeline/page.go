@@ -34,7 +34,7 @@ h1 { font-size: 16px; margin: 0 0 2px; overflow-wrap: anywhere; }
 #range { font-family: ui-monospace, monospace; margin-left: 6px; }
 .hint { color: #888; margin-left: auto; }
 .row { display: flex; flex: none; }
-.side { flex: none; width: 110px; font-size: 11px; color: #777; text-align: right; padding-right: 4px; box-sizing: border-box; }
+.side { flex: none; width: {{.LabelW}}px; font-size: 11px; color: #777; text-align: right; padding-right: 4px; box-sizing: border-box; }
 #overview { flex: 1; min-width: 0; display: block; height: 40px; background: #fafafa; border: 1px solid #ddd; cursor: pointer; }
 #overview .bar { fill: #9fb3d6; } #overview .ovfault { fill: #e57373; opacity: .6; }
 #overview .ovev { fill: #ef8f00; } #overview .ovev.first { fill: #d00000; }
@@ -102,8 +102,8 @@ svg text { font: 11px ui-monospace, monospace; fill: #333; }
 {{range .Overview.Evidence}}<rect class="ovev{{if .First}} first{{end}}" x="{{f .X}}" y="{{f .Y}}" width="{{f .W}}" height="{{f .H}}" vector-effect="non-scaling-stroke"/>{{end}}
 <rect id="brush" x="0" y="0.5" width="1000" height="39" vector-effect="non-scaling-stroke"/></svg></div>
 <div id="lanes">
-<svg id="names" xmlns="http://www.w3.org/2000/svg" width="110" height="{{.Height}}">
-{{range .Lanes}}<rect class="lane-{{.Kind}}" x="0" y="{{.Y}}" width="110" height="26"/><text class="lane-label" x="4" y="{{add .Y 17}}">{{.Label}}<title>{{.Name}}</title></text>
+<svg id="names" xmlns="http://www.w3.org/2000/svg" width="{{.LabelW}}" height="{{.Height}}">
+{{range .Lanes}}<rect class="lane-{{.Kind}}" x="0" y="{{.Y}}" width="{{$.LabelW}}" height="26"/><text class="lane-label" x="4" y="{{add .Y 17}}">{{.Label}}<title>{{.Name}}</title></text>
 {{end}}</svg>
 <svg id="main" xmlns="http://www.w3.org/2000/svg" height="{{.Height}}" data-focus="{{.Focus.Attr}}" data-end="{{f .End}}">
 <defs><marker id="head" viewBox="0 0 6 6" refX="6" refY="3" markerWidth="6" markerHeight="6" orient="auto"><path d="M0,0 L6,3 L0,6 z" fill="#7a93bd"/></marker></defs>

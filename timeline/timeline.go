@@ -100,6 +100,7 @@ type view struct {
 	Lanes  []lane
 	Marks  []mark
 	Height int
+	LabelW int // the lane names' column
 	// End is the run's last instant, Focus the window the page opens on:
 	// the first violation's evidence (the whole run without one), in
 	// virtual milliseconds.
@@ -128,7 +129,7 @@ func build(in Input) (*view, error) {
 	}
 	end := runEnd(h)
 	sc := scale{end: end}
-	v := &view{Title: in.Title, Command: in.Command, Mode: h.Mode, End: sc.x(end), Lines: map[int]string{}}
+	v := &view{Title: in.Title, Command: in.Command, Mode: h.Mode, End: sc.x(end), LabelW: labelW, Lines: map[int]string{}}
 	ys := v.layLanes(h)
 	v.Height = topPad + len(v.Lanes)*(laneH+laneGap) + 8
 	// The first violation's evidence is drawn strongest: a run may break
