@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: shrink-table all test test-mutant-builds docs-check test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories
+.PHONY: shrink-table all test test-mutant-builds docs-check test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
 
 all: lint test
 
@@ -117,3 +117,9 @@ SHRINK_BUDGET ?= 3m
 ## mutant) put back
 shrunk-stories:
 	sh mutants/shrunk-stories.sh
+
+## timeline-picture: docs/timeline.png again, the timeline browser test's
+## screenshot (1400x900) of a real run's page; needs chromium (without it the
+## test skips and the picture stays as it was)
+timeline-picture:
+	$(GO) test ./timeline -count=1 -run 'TestTimelineInBrowser$$' -timeline.screenshot=$(CURDIR)/docs/timeline.png

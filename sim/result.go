@@ -53,3 +53,9 @@ type Result struct {
 func (r *Result) Failed() bool {
 	return len(r.Violations) > 0 || r.BubbleErr != nil || r.Err != nil
 }
+
+// Counts are the run's headline numbers (model.CountsOf): what its printed
+// summary and its timeline's header show.
+func (r *Result) Counts() model.Counts {
+	return model.CountsOf(r.History, len(usersOf(r.Actions)), r.Stats.FaultsInjected)
+}

@@ -2,13 +2,16 @@
 // lane per client, per node and for Redis on virtual time; client calls as
 // bars, deliveries as dots (filled: pushed live; hollow: from the room log),
 // relays as arrows between node lanes, faults as shaded spans on the lanes
-// they touch, and a violation's evidence marked in red and listed first.
-// Hovering a mark shows its trace line.
+// they touch, and a violation's evidence marked in red. The page opens on the
+// first violation's window, under a strip showing the whole run; its script
+// zooms and pans. Violations are listed by property, each focusing its own
+// window on a click. Hovering a mark shows its trace line.
 //
 // It reads only model types (what the clients saw, the faults the harness
-// recorded, the violations the checkers found) and the run's trace text; it
-// never runs anything. The page loads nothing from the network: its style,
-// its script and its data are inline.
+// recorded, the violations the checkers found, the run's counts) and the
+// run's trace text; it never runs anything. The page loads nothing from the
+// network: its style, its script and its data are inline. The same input
+// draws the same bytes.
 package timeline
 
 import (
@@ -35,19 +38,18 @@ type Input struct {
 	// Trace is the run's trace, one line per element: a mark's TraceLine n
 	// shows Trace[n-1] on hover. Nil: marks show their event alone.
 	Trace []string
+	// Counts are the run's headline numbers as its printed summary shows
+	// them (sim.Result.Counts). Nil: counted from History alone, each
+	// lane's user and each recorded fault counted once.
+	Counts *model.Counts
 }
 
 // Layout constants, in pixels.
 const (
-	laneH     = 26
-	laneGap   = 4
-	labelW    = 64
-	topPad    = 30
-	minWidth  = 1200
-	maxWidth  = 16000
-	pxPerSec  = 60.0
-	dotR      = 3.5
-	evidenceR = 6.0
+	laneH   = 26
+	laneGap = 4
+	labelW  = 110
+	topPad  = 24
 )
 
 // Write renders in as HTML to w.
@@ -61,16 +63,18 @@ func Write(w io.Writer, in Input) error {
 
 // lane is one horizontal band of the drawing.
 type lane struct {
-	Name string
-	Kind string // "redis", "node" or "client"
-	Y    int
+	Name  string // in full, for hovering
+	Label string // shortened, drawn
+	Kind  string // "redis", "node" or "client"
+	Y     int
 }
 
 // mark is one drawn thing. Exactly one of its shapes applies: Bar (X..X2 on
 // a lane), Dot (at X on a lane), Arrow (X,Y to X2,Y2) or Span (a shaded
-// rectangle).
+// rectangle). X and X2 are virtual milliseconds: the page's script places
+// them on the screen for the window it shows.
 type mark struct {
-	Shape string // "bar", "dot", "arrow", "span", "tick"
+	Shape string // "bar", "dot", "arrow", "span", "tick", "owed"
 	Class string
 	X, X2 float64
 	Y, Y2 int
@@ -80,44 +84,42 @@ type mark struct {
 	Label string // drawn beside the mark (owed marks)
 	// Evidence: 0 none, 1 the first violation's, 2 another's.
 	Evidence int
+	// Viol is the violation an owed mark is for (its index).
+	Viol int
 }
 
 type view struct {
-	Title      string
-	Command    string
-	Summary    string
-	Violations []violationView
-	More       []violationView // past shownViolations
-	Lanes      []lane
-	Marks      []mark
-	Axis       []axisTick
-	Width      int
-	Height     int
-	FocusX     float64
-	Lines      map[int]string // trace lines the marks cite
+	Title   string
+	Command string
+	Mode    string
+	Counts  model.Counts
+	Verdict string
+	// Groups are the violations by property, in order of first appearance.
+	Groups []group
+	Total  int // violations in all
+	Lanes  []lane
+	Marks  []mark
+	Height int
+	LabelW int // the lane names' column
+	// End is the run's last instant, Focus the window the page opens on:
+	// the first violation's evidence (the whole run without one), in
+	// virtual milliseconds.
+	End      float64
+	Focus    window
+	Overview overview
+	Lines    map[int]string // trace lines the marks cite
 }
 
-type violationView struct {
-	Text  string
-	Lines []int
-}
-
-type axisTick struct {
-	X     float64
-	Label string
-}
-
-// scale maps virtual time to x.
+// scale maps virtual time to milliseconds on the drawing.
 type scale struct {
 	end time.Duration
-	px  float64 // pixels per second
 }
 
 func (s scale) x(t time.Duration) float64 {
 	if t < 0 {
 		t = s.end
 	}
-	return float64(labelW) + t.Seconds()*s.px
+	return float64(t) / float64(time.Millisecond)
 }
 
 func build(in Input) (*view, error) {
@@ -126,29 +128,14 @@ func build(in Input) (*view, error) {
 		return nil, fmt.Errorf("timeline: no history")
 	}
 	end := runEnd(h)
-	sc := scale{end: end, px: pxPerSec}
-	width := labelW + int(end.Seconds()*sc.px) + 40
-	if width < minWidth {
-		sc.px = float64(minWidth-labelW-40) / max(end.Seconds(), 0.001)
-		width = minWidth
-	}
-	if width > maxWidth {
-		sc.px = float64(maxWidth-labelW-40) / max(end.Seconds(), 0.001)
-		width = maxWidth
-	}
-	v := &view{Title: in.Title, Command: in.Command, Width: width, Lines: map[int]string{}}
+	sc := scale{end: end}
+	v := &view{Title: in.Title, Command: in.Command, Mode: h.Mode, End: sc.x(end), LabelW: labelW, Lines: map[int]string{}}
 	ys := v.layLanes(h)
-	v.Height = topPad + len(v.Lanes)*(laneH+laneGap) + 20
+	v.Height = topPad + len(v.Lanes)*(laneH+laneGap) + 8
 	// The first violation's evidence is drawn strongest: a run may break
 	// a property hundreds of times, and the first is where to start.
 	evidence := map[int]int{} // trace line -> 1 (first violation) or 2
 	for i, viol := range in.Violations {
-		vv := violationView{Text: viol.String(), Lines: viol.TraceLines}
-		if i < shownViolations {
-			v.Violations = append(v.Violations, vv)
-		} else {
-			v.More = append(v.More, vv)
-		}
 		for _, l := range viol.TraceLines {
 			if evidence[l] == 0 || i == 0 {
 				evidence[l] = min(i+1, 2)
@@ -158,18 +145,13 @@ func build(in Input) (*view, error) {
 	v.addFaults(h, sc, ys)
 	v.addCalls(h, sc, ys)
 	v.addDeliveries(h, sc, ys)
-	v.addAxis(sc, end)
 	for i, viol := range in.Violations[:min(len(in.Violations), shownViolations)] {
-		v.addOwed(h, sc, ys, viol, min(i+1, 2))
+		v.addOwed(h, sc, ys, viol, i)
 	}
-	focus := -1.0
 	for i := range v.Marks {
 		m := &v.Marks[i]
 		if m.Line > 0 && evidence[m.Line] > 0 {
 			m.Evidence = evidence[m.Line]
-			if m.Evidence == 1 && (focus < 0 || m.X < focus) {
-				focus = m.X
-			}
 		}
 		if m.Line > 0 && m.Line <= len(in.Trace) {
 			v.Lines[m.Line] = in.Trace[m.Line-1]
@@ -179,21 +161,45 @@ func build(in Input) (*view, error) {
 	slices.SortStableFunc(v.Marks, func(a, b mark) int {
 		return cmp.Compare(rank(a.Evidence), rank(b.Evidence))
 	})
-	v.FocusX = max(focus-200, 0)
-	v.Summary = summary(h, in.Violations)
+	wins := v.windows(in.Violations)
+	v.Groups, v.Total = groups(in.Violations, wins), len(in.Violations)
+	v.Focus = v.busy()
+	if len(wins) > 0 && wins[0].OK {
+		v.Focus = wins[0]
+	}
+	v.Overview = v.overviewOf()
+	v.Counts = model.CountsOf(h, v.clients(), len(h.Faults))
+	if in.Counts != nil {
+		v.Counts = *in.Counts
+	}
+	v.Verdict = "all properties hold"
+	if len(in.Violations) > 0 {
+		v.Verdict = model.Summarize(in.Violations)
+	}
 	return v, nil
+}
+
+// clients is how many client lanes v has.
+func (v *view) clients() int {
+	n := 0
+	for _, l := range v.Lanes {
+		if l.Kind == "client" {
+			n++
+		}
+	}
+	return n
 }
 
 // rank orders marks for drawing: plain ones, then other violations'
 // evidence, then the first violation's, on top.
 func rank(evidence int) int { return []int{0, 2, 1}[evidence] }
 
-// shownViolations is how many violations the page lists before "more".
-const shownViolations = 5
+// shownViolations is how many violations get a mark where they were owed.
+const shownViolations = 500
 
 // addOwed marks, on the lane of the user the violation names, where the
 // message it names was sequenced: the delivery that should follow it.
-func (v *view) addOwed(h *model.History, sc scale, ys map[string]int, viol model.Violation, evidence int) {
+func (v *view) addOwed(h *model.History, sc scale, ys map[string]int, viol model.Violation, i int) {
 	y, ok := ys["client/"+viol.User]
 	if !ok || viol.Room == "" || viol.Seq == 0 {
 		return
@@ -201,8 +207,8 @@ func (v *view) addOwed(h *model.History, sc scale, ys map[string]int, viol model
 	for _, e := range h.Events {
 		if e.Kind == model.KindSend && e.OK && e.Room == viol.Room && e.Seq == viol.Seq {
 			v.Marks = append(v.Marks, mark{Shape: "owed", Class: "owed", X: sc.x(e.Time), Y: y + laneH/2,
-				Text:  fmt.Sprintf("%s: %s#%d, sequenced here, as %s saw it", viol.Property, viol.Room, viol.Seq, viol.User),
-				Label: fmt.Sprintf("%s %s#%d", viol.Property, viol.Room, viol.Seq), Evidence: evidence})
+				Text:  fmt.Sprintf("%s: %s#%d, sequenced here, as %s saw it", viol.Property, full(viol.Room), viol.Seq, full(viol.User)),
+				Label: fmt.Sprintf("%s %s#%d", viol.Property, short(viol.Room), viol.Seq), Evidence: min(i+1, 2), Viol: i})
 			return
 		}
 	}
@@ -245,7 +251,7 @@ func (v *view) layLanes(h *model.History) map[string]int {
 	ys := map[string]int{}
 	y := topPad
 	add := func(kind, name string) {
-		v.Lanes = append(v.Lanes, lane{Name: name, Kind: kind, Y: y})
+		v.Lanes = append(v.Lanes, lane{Name: full(name), Label: short(name), Kind: kind, Y: y})
 		ys[kind+"/"+name] = y
 		y += laneH + laneGap
 	}
@@ -292,9 +298,6 @@ func (v *view) addFaults(h *model.History, sc scale, ys map[string]int) {
 			continue
 		}
 		x1, x2 := sc.x(f.From), sc.x(f.To)
-		if x2-x1 < 2 {
-			x2 = x1 + 2
-		}
 		for _, y := range lanes {
 			v.Marks = append(v.Marks, mark{Shape: "span", Class: "fault " + cssName(kind),
 				X: x1, X2: x2, Y: y, H: laneH, Line: f.TraceLine, Text: text})
@@ -309,7 +312,7 @@ func faultText(f model.Fault) string {
 		fmt.Fprintf(&b, " %s", strings.Join(f.Nodes, "→"))
 	}
 	if f.User != "" {
-		fmt.Fprintf(&b, " %s", f.User)
+		fmt.Fprintf(&b, " %s", full(f.User))
 	}
 	if f.Redis {
 		b.WriteString(" (redis)")
@@ -357,9 +360,6 @@ func (v *view) addCalls(h *model.History, sc scale, ys map[string]int) {
 			inv = e.Time
 		}
 		x1, x2 := sc.x(inv), sc.x(e.Time)
-		if x2-x1 < 3 {
-			x2 = x1 + 3
-		}
 		cls := "call " + cssName(string(e.Kind))
 		if !e.OK && e.Kind != model.KindDisconnect {
 			cls += " failed"
@@ -368,19 +368,19 @@ func (v *view) addCalls(h *model.History, sc scale, ys map[string]int) {
 			Line: e.TraceLine, Text: callText(e)})
 		if e.Kind == model.KindSend && e.OK && e.Node != "" {
 			v.Marks = append(v.Marks, mark{Shape: "dot", Class: "accepted", X: x2, Y: ys["node/"+e.Node] + laneH/2,
-				Line: e.TraceLine, Text: fmt.Sprintf("%s sequenced %s#%d (%s) on %s", e.User, e.Room, e.Seq, e.MsgID, e.Node)})
+				Line: e.TraceLine, Text: fmt.Sprintf("%s sequenced %s#%d (%s) on %s", full(e.User), full(e.Room), e.Seq, full(e.MsgID), e.Node)})
 		}
 	}
 }
 
 func callText(e model.Event) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s", e.User, e.Kind)
+	fmt.Fprintf(&b, "%s %s", full(e.User), e.Kind)
 	if e.Room != "" {
-		fmt.Fprintf(&b, " %s", e.Room)
+		fmt.Fprintf(&b, " %s", full(e.Room))
 	}
 	if e.MsgID != "" {
-		fmt.Fprintf(&b, " msg %s", e.MsgID)
+		fmt.Fprintf(&b, " msg %s", full(e.MsgID))
 	}
 	if e.Node != "" {
 		fmt.Fprintf(&b, " on %s", e.Node)
@@ -427,7 +427,7 @@ func (v *view) addDeliveries(h *model.History, sc scale, ys map[string]int) {
 		}
 		x := sc.x(e.Time)
 		v.Marks = append(v.Marks, mark{Shape: "dot", Class: cls, X: x, Y: y + laneH/2, Line: e.TraceLine,
-			Text: fmt.Sprintf("%s got %s#%d (%s) on %s at %s, %s", e.User, e.Room, e.Seq, e.MsgID, e.Node, clock(e.Time), how)})
+			Text: fmt.Sprintf("%s got %s#%d (%s) on %s at %s, %s", full(e.User), full(e.Room), e.Seq, full(e.MsgID), e.Node, clock(e.Time), how)})
 		s, ok := sends[sendKey{e.Room, e.Seq}]
 		if !ok || e.FromLog || s.node == "" || s.node == e.Node {
 			return
@@ -439,38 +439,8 @@ func (v *view) addDeliveries(h *model.History, sc scale, ys map[string]int) {
 		relayed[k] = true
 		v.Marks = append(v.Marks, mark{Shape: "arrow", Class: "relay", X: sc.x(s.t), Y: ys["node/"+s.node] + laneH/2,
 			X2: x, Y2: ys["node/"+e.Node] + laneH/2, Line: e.TraceLine,
-			Text: fmt.Sprintf("relay %s#%d %s → %s", e.Room, e.Seq, s.node, e.Node)})
+			Text: fmt.Sprintf("relay %s#%d %s → %s", full(e.Room), e.Seq, s.node, e.Node)})
 	})
-}
-
-func (v *view) addAxis(sc scale, end time.Duration) {
-	step := time.Second
-	for _, s := range []time.Duration{100 * time.Millisecond, 500 * time.Millisecond, time.Second,
-		5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute} {
-		step = s
-		if s.Seconds()*sc.px >= 90 {
-			break
-		}
-	}
-	for t := time.Duration(0); t <= end; t += step {
-		v.Axis = append(v.Axis, axisTick{X: sc.x(t), Label: clock(t)})
-	}
-}
-
-func summary(h *model.History, vs []model.Violation) string {
-	var sends, delivered, faults int
-	for _, e := range h.Events {
-		if e.Kind == model.KindSend && e.OK {
-			sends++
-		}
-	}
-	h.EachDelivery(func(model.Event) { delivered++ })
-	faults = len(h.Faults)
-	verdict := "all properties hold"
-	if len(vs) > 0 {
-		verdict = model.Summarize(vs)
-	}
-	return fmt.Sprintf("mode %s · %d sends acked · %d deliveries · %d faults · %s", h.Mode, sends, delivered, faults, verdict)
 }
 
 // clock renders virtual time as mm:ss.mmm, as the trace does.
@@ -495,5 +465,4 @@ func cssName(s string) string {
 var page = template.Must(template.New("timeline").Funcs(template.FuncMap{
 	"f":   func(x float64) string { return fmt.Sprintf("%.1f", x) },
 	"add": func(a, b int) int { return a + b },
-	"sub": func(a, b float64) float64 { return a - b },
 }).Parse(pageHTML))

@@ -298,11 +298,11 @@ func (o *runOutputs) close(res *sim.Result, stderr io.Writer) error {
 }
 
 func summary(w io.Writer, r *sim.Result) {
-	c := r.Config
-	fmt.Fprintf(w, "relaysim run seed=%s mode=%s scheduler=%s nodes=%d users=%d rooms=%d channels=%d\n", c.Seed, c.Mode, c.Scheduler, c.Nodes, c.Users, c.Rooms, r.Channels)
-	fmt.Fprintf(w, "faults:      %s (%d injected)\n", r.Mix, r.Stats.FaultsInjected)
+	c, n := r.Config, r.Counts() // n: the timeline's header shows the same
+	fmt.Fprintf(w, "relaysim run seed=%s mode=%s scheduler=%s nodes=%d users=%d rooms=%d channels=%d\n", c.Seed, c.Mode, c.Scheduler, c.Nodes, n.Users, c.Rooms, r.Channels)
+	fmt.Fprintf(w, "faults:      %s (%d injected)\n", r.Mix, n.Faults)
 	fmt.Fprintf(w, "messages:    %d sent, %d acked; %d deliveries (%d live, %d from the log); %d relays (%d failed)\n",
-		r.Stats.Sends, r.Stats.SendsOK, r.Stats.Deliveries, r.Live, r.FromLog, r.Stats.Relays, r.Stats.RelayErrors)
+		r.Stats.Sends, n.Acked, n.Deliveries, n.Live, n.FromLog, r.Stats.Relays, r.Stats.RelayErrors)
 	speed := 0.0
 	if r.Wall > 0 {
 		speed = r.Virtual.Seconds() / r.Wall.Seconds()

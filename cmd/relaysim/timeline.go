@@ -19,9 +19,10 @@ func writeTimeline(path, title, replay string, res *sim.Result) error {
 			trace = strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 		}
 	}
-	c := res.Config
+	c, n := res.Config, res.Counts() // as the printed summary counts
 	in := timeline.Input{
-		Title:      fmt.Sprintf("%s seed=%s mode=%s nodes=%d users=%d", title, c.Seed, c.Mode, c.Nodes, c.Users),
+		Title:      fmt.Sprintf("%s seed=%s mode=%s nodes=%d users=%d", title, c.Seed, c.Mode, c.Nodes, n.Users),
+		Counts:     &n,
 		History:    res.History,
 		Violations: res.Violations,
 		Trace:      trace,
