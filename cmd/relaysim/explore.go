@@ -415,7 +415,7 @@ func sanitize(s string) string {
 // of -j 1. A worker that ends without a result, or with a harness or
 // usage error, is the parent's harness error.
 func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
-	self, err := os.Executable()
+	self, err := selfPath()
 	if err != nil {
 		fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
 		return exitHarness

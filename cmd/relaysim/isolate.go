@@ -117,7 +117,7 @@ type isolator struct {
 }
 
 func newIsolator() (*isolator, error) {
-	self, err := os.Executable()
+	self, err := selfPath()
 	if err != nil {
 		return nil, fmt.Errorf("-isolate: find this binary: %w", err)
 	}

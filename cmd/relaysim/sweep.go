@@ -272,7 +272,7 @@ func jobEnv(env []string, jobs, procs int) []string {
 // runSweep runs the jobs on o.jobs workers, reporting each to prog, and
 // returns the CPU time of the processes that ran them.
 func runSweep(all []*sweepJob, o sweepOpts, extra []string, prog *progress) time.Duration {
-	self, err := os.Executable()
+	self, err := selfPath()
 	if err != nil {
 		self = os.Args[0]
 	}

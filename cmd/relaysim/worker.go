@@ -35,6 +35,10 @@ import (
 // process of its own (-isolate, and after its worker died) hands back
 // the same summary through proc.Run's result file.
 
+// selfPath is the binary a fan-out starts as its children: this one (a
+// test points it at a fake child).
+var selfPath = os.Executable
+
 // workerResult is one finished job, as the worker reports it.
 type workerResult struct {
 	Code    int           `json:"code"`
