@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +61,7 @@ func fake(kind string) int {
 				fmt.Println("violated: no-loss: garbage")
 				return nil
 			}
+			_ = WriteResult(result{Verdict: "from a worker"}) // must go nowhere
 			return result{Verdict: "ok", N: j[0] * 10}
 		})
 		if err != nil {
@@ -168,6 +170,20 @@ func TestWorker(t *testing.T) {
 	}
 	w.Stop(false)
 	assert.Equal(t, 4, ended)
+}
+
+// A worker does not inherit a result file named for its parent: the
+// parent's result is the parent's to write.
+func TestWorkerDoesNotInheritTheResultFile(t *testing.T) {
+	outer := filepath.Join(t.TempDir(), "outer.json")
+	t.Setenv(EnvResult, outer)
+	w := &Worker{Path: os.Args[0], Env: append(os.Environ(), envFake+"=worker")}
+	defer w.Stop(true)
+	var r result
+	require.NoError(t, w.Do([]int{7}, &r, time.Minute))
+	assert.Equal(t, 70, r.N)
+	w.Stop(false)
+	assert.NoFileExists(t, outer)
 }
 
 // Serve: one result line per job line; a line that is not a job is an

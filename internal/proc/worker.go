@@ -44,7 +44,13 @@ func (w *Worker) Stderr() string {
 
 func (w *Worker) start() error {
 	cmd := exec.Command(w.Path, w.Args...)
-	cmd.Env = w.Env
+	env := w.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	// A worker answers on its stdout; a result file named for this
+	// process (by its own parent) is not the worker's to write.
+	cmd.Env = withoutResult(env)
 	w.stderr = &TailBuffer{Max: 64 << 10}
 	cmd.Stderr = w.stderr
 	stdin, err := cmd.StdinPipe()
