@@ -161,7 +161,7 @@ func TestJudgeRun(t *testing.T) {
 		{"hung", "no-loss", Outcome{Output: banner, Failed: true, Exit: -1, TimedOut: true}, "crash"},
 	}
 	for _, c := range cases {
-		c.o.Structured = true
+		c.o = withResult(c.o)
 		if got := Judge(c.prop, c.o); got.String() != c.want {
 			t.Errorf("%s: got %s (%s), want %s", c.name, got, got.Evidence, c.want)
 		}
@@ -292,6 +292,33 @@ func TestExploreSuite(t *testing.T) {
 	}
 }
 
+// withResult makes o a relaysim run's outcome whose typed result is the
+// summary line in its output (none when there is none), as the child
+// would have written it to its result file.
+func withResult(o Outcome) Outcome {
+	o.Structured = true
+	if s, ok := ParseSummary(o.Output); ok {
+		o.Summary = &s
+	}
+	return o
+}
+
+// The typed result decides, not the output: a summary line printed but
+// not written as the result is no verdict, and the evidence quoted is
+// the result's.
+func TestJudgeRunReadsTheResult(t *testing.T) {
+	line := `{"summary":"violation","exit":1,"violations":["no-loss"],"trace_hash":"ab"}` + "\n"
+	o := Outcome{Output: "violated: no-loss: printed\n" + line, Failed: true, Exit: 1, Structured: true}
+	if got := Judge("no-loss", o); got.Kind != Crash {
+		t.Errorf("no result: got %s (%s), want crash", got, got.Evidence)
+	}
+	o.Summary = &Summary{Summary: "violation", Exit: 1, Violations: []string{"no-loss"}, Evidence: []string{"error:  x", "violated: no-loss: room r1 seq 3: lost"}}
+	got := Judge("no-loss", o)
+	if got.Kind != Caught || got.Evidence != "violated: no-loss: room r1 seq 3: lost" {
+		t.Errorf("got %s (%s), want caught with the result's evidence", got, got.Evidence)
+	}
+}
+
 // An explore run is judged by its exit code and summary line like run's:
 // caught only when it exits 1 naming the property.
 func TestJudgeExplore(t *testing.T) {
@@ -311,7 +338,7 @@ func TestJudgeExplore(t *testing.T) {
 		{"usage", Outcome{Output: "relaysim explore: no flag -x\n", Failed: true, Exit: 2, Structured: true}, Crash},
 	}
 	for _, c := range cases {
-		if got := Judge("no-loss", c.o); got.String() != c.want {
+		if got := Judge("no-loss", withResult(c.o)); got.String() != c.want {
 			t.Errorf("%s: got %s (%s), want %s", c.name, got, got.Evidence, c.want)
 		}
 	}

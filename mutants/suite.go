@@ -12,6 +12,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/relaysim/relaysim/internal/proc"
 )
 
 // Options configure a catalog run.
@@ -124,7 +126,6 @@ func (r *run) sweep(ctx context.Context) {
 				r.survived()
 				return
 			}
-			oc.Structured = true
 			r.res.Runs++
 			if oc.Failed || oc.TimedOut {
 				r.failedRun(oc, job)
@@ -140,8 +141,8 @@ func (r *run) sweep(ctx context.Context) {
 // failedRun judges a failed sweep run and keeps its replay command.
 func (r *run) failedRun(oc Outcome, job []string) {
 	r.res.Verdict = Judge(r.m.Property, oc)
-	if s, ok := ParseSummary(oc.Output); ok {
-		r.res.TraceHash = s.TraceHash
+	if oc.Summary != nil {
+		r.res.TraceHash = oc.Summary.TraceHash
 	}
 	if job[0] == "equiv" {
 		r.res.Replay = fmt.Sprintf("go tool -overlay=%s relaysim equiv %s%s", r.overlay, strings.Join(job[1:], " "), joinArgs(r.m.Args))
@@ -163,8 +164,11 @@ func (r *run) explore(ctx context.Context) {
 			r.survived()
 			return
 		}
-		oc.Structured = true
-		s, ok := ParseSummary(oc.Output)
+		var s Summary
+		ok := oc.Summary != nil
+		if ok {
+			s = *oc.Summary
+		}
 		switch {
 		case ok && s.FirstViolation > 0:
 			r.res.Runs += s.FirstViolation // the schedules until caught
@@ -219,6 +223,7 @@ func (r *run) survived() {
 func (r *run) goTest(ctx context.Context, flags []string) bool {
 	args := append([]string{"-test.count=1", "-test.timeout=0"}, binaryFlags(flags)...)
 	oc, cut := r.attempt(ctx, filepath.Join(r.o.Root, r.pkg), r.bin, args...)
+	oc.Structured, oc.Summary = false, nil // go test's output, not relaysim's
 	if cut || ctx.Err() != nil {
 		r.survived()
 		return true
@@ -252,9 +257,12 @@ func binaryFlags(flags []string) []string {
 	return out
 }
 
-// attempt runs one command in the module root under the run time limit.
-// cut reports that the budget, not the run, set the limit that ended it:
-// the mutant survived rather than hung.
+// attempt runs one command in dir under the run time limit, as a child
+// of internal/proc: its output is kept (for evidence, and for the go test
+// suites that are judged by it), its typed result read into the
+// outcome's Summary (a relaysim run: Structured). cut reports that the
+// budget, not the run, set the limit that ended it: the mutant survived
+// rather than hung.
 func (r *run) attempt(ctx context.Context, dir, name string, args ...string) (oc Outcome, cut bool) {
 	limit := r.o.RunTimeout
 	if limit == 0 {
@@ -267,20 +275,27 @@ func (r *run) attempt(ctx context.Context, dir, name string, args ...string) (oc
 	budgetBound := left < limit
 	rctx, cancel := context.WithTimeout(ctx, min(left, limit))
 	defer cancel()
-	out, err := r.command(rctx, dir, name, args...)
-	timedOut := rctx.Err() != nil
-	if timedOut && budgetBound {
+	var out bytes.Buffer
+	o := proc.Run(rctx, proc.Spec{Path: name, Args: args, Dir: dir, Env: r.env(), Stdout: &out, Stderr: &out})
+	if o.Exit == -1 && !o.TimedOut {
+		fmt.Fprintf(&out, "\nrelaysim mutants: %s: %v\n", name, o.Err)
+	}
+	if o.TimedOut && budgetBound {
 		return Outcome{}, true
 	}
-	code := 0
-	if err != nil {
-		code = -1
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			code = exit.ExitCode()
-		}
+	oc = Outcome{Output: out.String(), Failed: o.Exit != 0, Exit: o.Exit, TimedOut: o.TimedOut, Structured: true}
+	var s Summary
+	if o.Decode(&s) == nil {
+		oc.Summary = &s
 	}
-	return Outcome{Output: out, Failed: err != nil, Exit: code, TimedOut: timedOut}, false
+	return oc, false
+}
+
+// env is a child's environment: the suite's own banners add the overlay
+// to the replay commands they print (scenarios.overlayArg), so that those
+// build the mutant too.
+func (r *run) env() []string {
+	return append(os.Environ(), OverlayEnv+"="+r.overlay)
 }
 
 // command runs name with args in dir and returns its combined output.
@@ -288,9 +303,7 @@ func (r *run) command(ctx context.Context, dir, name string, args ...string) (st
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	// The suite's own banners add the overlay to the replay commands they
-	// print (scenarios.overlayArg), so that those build the mutant too.
-	cmd.Env = append(os.Environ(), OverlayEnv+"="+r.overlay)
+	cmd.Env = r.env()
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = 5 * time.Second
 	err := cmd.Run()

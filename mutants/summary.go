@@ -6,9 +6,11 @@ import (
 )
 
 // Summary is the JSON line `relaysim run`, `replay`, `equiv` and `explore` print just
-// before their last line (cmd/relaysim/summary.go writes it). The catalog
-// reads a run's class from its exit code and the violated properties from
-// this line, never from the banner's text.
+// before their last line (cmd/relaysim/summary.go writes it), and the
+// typed result such a run writes to the file its parent names
+// (internal/proc). The catalog runs relaysim through proc.Run and reads
+// a run's class from its exit code and the violated properties from
+// this result, never from the text it prints.
 type Summary struct {
 	Summary    string   `json:"summary"` // "ok", "violation" or "harness-error"
 	Exit       int      `json:"exit"`
@@ -19,6 +21,9 @@ type Summary struct {
 	Error      string   `json:"error"`
 	TraceHash  string   `json:"trace_hash"`
 	Replay     string   `json:"replay"`
+	// Evidence: a failed run's first banner lines (error, bubble, and the
+	// first "violated: <property>: ..." line of each property).
+	Evidence []string `json:"evidence"`
 	// explore only: schedules run, distinct terminal states, whether the
 	// search finished, and the schedules run until the first violation.
 	Schedules      int  `json:"schedules"`
@@ -30,7 +35,8 @@ type Summary struct {
 // summaryPrefix starts a summary line and nothing else a run prints.
 const summaryPrefix = `{"summary":`
 
-// ParseSummary returns the last summary line of out; false when there is
+// ParseSummary returns the last summary line of out, for a tool that has
+// only a run's printed text (the catalog itself reads result files); false when there is
 // none (the process died before it could print one) or it does not parse.
 func ParseSummary(out string) (Summary, bool) {
 	var last string

@@ -25,10 +25,12 @@ type Outcome struct {
 	Exit       int  // its exit code (-1 when killed)
 	TimedOut   bool // killed at its time limit
 	BuildError bool
-	// Structured: the command is relaysim's run, replay or equiv, which
-	// says its verdict in its exit code and its summary line (Summary);
+	// Structured: the command is relaysim's run, replay, equiv or explore,
+	// which says its verdict in its exit code and its typed result
+	// (Summary, from the result file it wrote; nil when it wrote none);
 	// the other suites (go test) are judged by their text.
 	Structured bool
+	Summary    *Summary
 }
 
 // Exit codes of relaysim (cmd/relaysim/summary.go).
@@ -110,16 +112,21 @@ func Judge(property string, o Outcome) Verdict {
 }
 
 // judgeRun judges a relaysim run by its exit code (the class) and its
-// summary line (the properties): caught when it exited 1 naming property.
-// The banner's text is only quoted as evidence.
+// typed result (the properties, their evidence lines): caught when it
+// exited 1 naming property. Its printed text decides nothing; for a run
+// without a result (it died) it is only quoted.
 func judgeRun(property string, o Outcome) Verdict {
 	if o.TimedOut {
 		return Verdict{Kind: Crash, Evidence: "hung: killed at the run's time limit"}
 	}
-	s, ok := ParseSummary(o.Output)
+	var s Summary
+	ok := o.Summary != nil
+	if ok {
+		s = *o.Summary
+	}
 	switch {
 	case !ok && !o.Failed:
-		return Verdict{Kind: Crash, Evidence: "exit 0 without a summary line"}
+		return Verdict{Kind: Crash, Evidence: "exit 0 without a result"}
 	case !ok:
 		// The process died before its verdict: a panic, a fatal error.
 		for _, sign := range crashSigns {
@@ -127,31 +134,33 @@ func judgeRun(property string, o Outcome) Verdict {
 				return Verdict{Kind: Crash, Evidence: firstLine(o.Output, sign)}
 			}
 		}
-		return Verdict{Kind: Crash, Evidence: fmt.Sprintf("exit %d without a summary line: %s", o.Exit, firstLine(o.Output, ""))}
+		return Verdict{Kind: Crash, Evidence: fmt.Sprintf("exit %d without a result: %s", o.Exit, firstLine(o.Output, ""))}
 	case s.Exit != o.Exit:
-		return Verdict{Kind: Crash, Evidence: fmt.Sprintf("the summary line says exit %d, the process exited %d", s.Exit, o.Exit)}
+		return Verdict{Kind: Crash, Evidence: fmt.Sprintf("the result says exit %d, the process exited %d", s.Exit, o.Exit)}
 	}
 	switch o.Exit {
 	case 0:
 		return Verdict{Kind: Survived}
 	case exitViolation:
 		if slices.Contains(s.Violations, property) {
-			return Verdict{Kind: Caught, Evidence: evidence(o.Output, property)}
+			return Verdict{Kind: Caught, Evidence: evidence(s, property)}
 		}
 		if len(s.Violations) == 0 {
-			return Verdict{Kind: Crash, Evidence: "exit 1 with no violated property in its summary line"}
+			return Verdict{Kind: Crash, Evidence: "exit 1 with no violated property in its result"}
 		}
-		return Verdict{Kind: Other, Props: s.Violations, Evidence: evidence(o.Output, s.Violations[0])}
+		return Verdict{Kind: Other, Props: s.Violations, Evidence: evidence(s, s.Violations[0])}
 	case exitHarness:
 		return Verdict{Kind: Crash, Evidence: "harness error: " + s.Error}
 	}
 	return Verdict{Kind: Crash, Evidence: fmt.Sprintf("exit %d: %s", o.Exit, s.Error)}
 }
 
-// evidence is the banner line of a violated property, or its name.
-func evidence(out, property string) string {
-	if l := firstLine(out, "violated: "+property+":"); l != "" {
-		return l
+// evidence is a violated property's evidence line in s, or its name.
+func evidence(s Summary, property string) string {
+	for _, l := range s.Evidence {
+		if strings.HasPrefix(l, "violated: "+property+":") {
+			return l
+		}
 	}
 	return "violated: " + property
 }

@@ -62,6 +62,7 @@ func cmdEquiv(args []string, stdout, stderr io.Writer) int {
 		Violations: propertiesOf(append(all, vs...)), Error: strings.Join(errs, "; "), TraceHash: strings.Join(hashes, " ")}
 	if code != exitOK {
 		s.Replay = equivCommand(f)
+		s.Evidence = violatedLines(evidenceOf(nil, runs...), vs[:min(10, len(vs))])
 	}
 	writeSummary(stdout, s)
 	fmt.Fprintf(stdout, "equiv-hashes: %s\n", strings.Join(hashes, " "))

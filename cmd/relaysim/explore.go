@@ -2,15 +2,14 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -20,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/relaysim/relaysim/internal/proc"
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/scenarios"
 	"github.com/relaysim/relaysim/sim"
@@ -239,13 +239,15 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 //
 // FirstViolation is how many schedules ran, over the searches in order,
 // until the first that broke a property (0: none did); with -j, the
-// first failing worker's own count.
+// first failing worker's own count. Failing counts the failing schedules
+// (the last line's violations=).
 type exploreJSON struct {
 	runSummary
 	Schedules      int  `json:"schedules"`
 	Terminal       int  `json:"terminal"`
 	Exhausted      bool `json:"exhausted"`
 	FirstViolation int  `json:"first_violation"`
+	Failing        int  `json:"failing,omitempty"`
 }
 
 func writeExploreSummary(w io.Writer, s exploreJSON) {
@@ -254,6 +256,13 @@ func writeExploreSummary(w io.Writer, s exploreJSON) {
 		panic(fmt.Sprintf("explore summary line: %v", err)) // plain values: cannot fail
 	}
 	fmt.Fprintf(w, "%s\n", js)
+	noteSummary(js)
+}
+
+// exploreLastLine is the line a search ends with.
+func exploreLastLine(s exploreJSON) string {
+	return fmt.Sprintf("explore: %d schedules, %d terminal states, exhausted=%s, violations=%d",
+		s.Schedules, s.Terminal, map[bool]string{true: "yes", false: "no"}[s.Exhausted], s.Failing)
 }
 
 // wallClock is real elapsed time for code inside a bubble, whose own
@@ -288,7 +297,7 @@ func (w *wallClock) stop()              { close(w.done) }
 // schedules and the JUnit file, and ends with the summary line.
 func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string, fs *flag.FlagSet, outDir, junit, tl, modes string, firstAt int, stdout, stderr io.Writer) int {
 	var schedules, terminal, violations int
-	props := []string{}
+	props, evidence := []string{}, []string(nil)
 	firstReplay := ""
 	exhausted := len(all) > 0
 	var cases []junitCase
@@ -318,6 +327,7 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 			}
 			replay := fmt.Sprintf("%s relaysim explore %s -mode %s%s -schedule %s", goRun(), src, r.Mode, budgetFlags(fs), file)
 			fmt.Fprint(stdout, "\n"+exploreBanner(name, r, k, v, file, replay))
+			evidence = violatedLines(evidence, sim.BannerViolations(v.Violations, 10))
 			for _, p := range propertiesOf(v.Violations) {
 				if !slices.Contains(props, p) {
 					props = append(props, p)
@@ -350,12 +360,12 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 	if violations > 0 {
 		code = exitFail
 	}
-	writeExploreSummary(stdout, exploreJSON{
-		runSummary: runSummary{Summary: classOf(code), Exit: code, Command: "explore", Mode: modes, Violations: props, Replay: firstReplay},
-		Schedules:  schedules, Terminal: terminal, Exhausted: exhausted, FirstViolation: firstAt,
-	})
-	fmt.Fprintf(stdout, "explore: %d schedules, %d terminal states, exhausted=%s, violations=%d\n",
-		schedules, terminal, map[bool]string{true: "yes", false: "no"}[exhausted], violations)
+	s := exploreJSON{
+		runSummary: runSummary{Summary: classOf(code), Exit: code, Command: "explore", Mode: modes, Violations: props, Replay: firstReplay, Evidence: evidence},
+		Schedules:  schedules, Terminal: terminal, Exhausted: exhausted, FirstViolation: firstAt, Failing: violations,
+	}
+	writeExploreSummary(stdout, s)
+	fmt.Fprintln(stdout, exploreLastLine(s))
 	return code
 }
 
@@ -398,15 +408,14 @@ func sanitize(s string) string {
 	}, s)
 }
 
-// exploreLast is the summary line a shard ends with.
-var exploreLast = regexp.MustCompile(`^explore: (\d+) schedules, (\d+) terminal states, exhausted=(yes|no), violations=(\d+)$`)
-
 // exploreParallel runs the command again as n worker processes, shard k
-// of n each, prints their outputs in shard order and sums their summary
-// lines: each search runs whole in one worker, so the reports are those
-// of -j 1.
+// of n each (proc.Run), prints their outputs in shard order and sums
+// their typed results (exploreJSON, from the result file each child
+// writes): each search runs whole in one worker, so the reports are those
+// of -j 1. A worker that ends without a result, or with a harness or
+// usage error, is the parent's harness error.
 func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
-	self, err := os.Executable()
+	self, err := selfPath()
 	if err != nil {
 		fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
 		return exitHarness
@@ -424,77 +433,78 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 		rest = append(rest, a)
 	}
 	outs := make([]bytes.Buffer, n)
-	codes := make([]int, n)
+	ocs := make([]proc.Outcome, n)
 	var wg sync.WaitGroup
 	for k := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command(self, append([]string{"explore", "-shard", fmt.Sprintf("%d/%d", k+1, n)}, rest...)...)
-			cmd.Stdout, cmd.Stderr = &outs[k], stderr
-			cmd.Env = jobEnv(os.Environ(), n, runtime.GOMAXPROCS(0))
-			if err := cmd.Run(); err != nil {
-				var ee *exec.ExitError
-				if errors.As(err, &ee) {
-					codes[k] = ee.ExitCode()
-				} else {
-					codes[k] = exitHarness
-				}
-			}
+			ocs[k] = proc.Run(context.Background(), proc.Spec{
+				Path: self, Args: append([]string{"explore", "-shard", fmt.Sprintf("%d/%d", k+1, n)}, rest...),
+				Env:    jobEnv(os.Environ(), n, runtime.GOMAXPROCS(0)),
+				Stdout: &outs[k], Stderr: stderr,
+			})
 		}()
 	}
 	wg.Wait()
-	var s, tstates, v int
-	exhausted := true
 	merged := exploreJSON{runSummary: runSummary{Command: "explore", Violations: []string{}}}
+	exhausted := true
 	for k := range n {
+		var ws exploreJSON
+		err := ocs[k].Decode(&ws)
+		if err == nil && (ws.Exit != ocs[k].Exit || ws.Command != "explore") {
+			err = fmt.Errorf("its result says %s exit %d, the process exited %d", ws.Command, ws.Exit, ocs[k].Exit)
+		}
+		if err != nil || ws.Exit == exitHarness || ws.Exit == exitUsage {
+			fmt.Fprint(stdout, outs[k].String())
+			if err != nil {
+				fmt.Fprintf(stderr, "relaysim explore: worker %d/%d: %v\n", k+1, n, err)
+			}
+			fmt.Fprintf(stderr, "relaysim explore: worker %d/%d failed (exit %d)\n", k+1, n, ocs[k].Exit)
+			return max(ocs[k].Exit, exitHarness)
+		}
+		// What the worker printed, less its summary line (the result it
+		// wrote, byte for byte) and its last line, which the merged
+		// ones replace.
 		lines := strings.Split(strings.TrimRight(outs[k].String(), "\n"), "\n")
-		last := lines[len(lines)-1]
-		// The workers' JSON lines become one, just before the last line.
+		result := strings.TrimSpace(string(ocs[k].Result))
 		var kept []string
 		for _, l := range lines[:len(lines)-1] {
-			var ws exploreJSON
-			if !strings.HasPrefix(l, `{"summary":`) || json.Unmarshal([]byte(l), &ws) != nil {
+			if l != result {
 				kept = append(kept, l)
-				continue
-			}
-			merged.Mode = ws.Mode
-			for _, p := range ws.Violations {
-				if !slices.Contains(merged.Violations, p) {
-					merged.Violations = append(merged.Violations, p)
-				}
-			}
-			if merged.Replay == "" {
-				merged.Replay = ws.Replay
-			}
-			if merged.FirstViolation == 0 {
-				merged.FirstViolation = ws.FirstViolation
 			}
 		}
-		lines = append(kept, last)
-		m := exploreLast.FindStringSubmatch(last)
-		if m == nil || codes[k] == exitHarness || codes[k] == exitUsage {
-			fmt.Fprint(stdout, outs[k].String())
-			fmt.Fprintf(stderr, "relaysim explore: worker %d/%d failed (exit %d)\n", k+1, n, codes[k])
-			return max(codes[k], exitHarness)
+		merged.Mode = ws.Mode
+		for _, p := range ws.Violations {
+			if !slices.Contains(merged.Violations, p) {
+				merged.Violations = append(merged.Violations, p)
+			}
 		}
-		fmt.Fprintln(stdout, strings.Join(lines[:len(lines)-1], "\n"))
-		fmt.Fprintf(stdout, "(worker %d/%d: %s)\n", k+1, n, last)
-		a, _ := strconv.Atoi(m[1])
-		b, _ := strconv.Atoi(m[2])
-		c, _ := strconv.Atoi(m[4])
-		s, tstates, v = s+a, tstates+b, v+c
-		exhausted = exhausted && m[3] == "yes"
+		for _, l := range ws.Evidence {
+			if !slices.Contains(merged.Evidence, l) {
+				merged.Evidence = append(merged.Evidence, l)
+			}
+		}
+		if merged.Replay == "" {
+			merged.Replay = ws.Replay
+		}
+		if merged.FirstViolation == 0 {
+			merged.FirstViolation = ws.FirstViolation
+		}
+		fmt.Fprintln(stdout, strings.Join(kept, "\n"))
+		fmt.Fprintf(stdout, "(worker %d/%d: %s)\n", k+1, n, exploreLastLine(ws))
+		merged.Schedules += ws.Schedules
+		merged.Terminal += ws.Terminal
+		merged.Failing += ws.Failing
+		exhausted = exhausted && ws.Exhausted
 	}
 	code := exitOK
-	if v > 0 {
+	if merged.Failing > 0 {
 		code = exitFail
 	}
-	merged.Summary, merged.Exit = classOf(code), code
-	merged.Schedules, merged.Terminal, merged.Exhausted = s, tstates, exhausted
+	merged.Summary, merged.Exit, merged.Exhausted = classOf(code), code, exhausted
 	writeExploreSummary(stdout, merged)
-	fmt.Fprintf(stdout, "explore: %d schedules, %d terminal states, exhausted=%s, violations=%d\n",
-		s, tstates, map[bool]string{true: "yes", false: "no"}[exhausted], v)
+	fmt.Fprintln(stdout, exploreLastLine(merged))
 	return code
 }
 

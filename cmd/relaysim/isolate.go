@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/relaysim/relaysim/internal/proc"
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/scenarios"
 	"github.com/relaysim/relaysim/sim"
@@ -25,7 +25,8 @@ import (
 // each one in a child process of the same binary (the same build, so a
 // catalog mutant's overlay stays in): the candidate goes to the child as a
 // story (scenarios.FormatStory), the child (`relaysim shrink-run FILE`,
-// not for people) plays it once and answers one JSON line (isolatedRun).
+// not for people) plays it once and answers its typed result
+// (isolatedRun) in the result file the parent names (proc.Run).
 // Candidates run one after another, each from its own story, so an
 // isolated shrink is as deterministic as an in-process one: the same seed
 // shrinks to the same run either way.
@@ -46,9 +47,10 @@ type isolatedRun struct {
 }
 
 // cmdShrinkRun is the child side: it plays the story at args[0] once and
-// prints one isolatedRun line on stdout, also when the run leaves
-// goroutines behind (then from inside the bubble, before synctest ends the
-// process). Exit as replay -story's.
+// writes one isolatedRun to its parent's result file (proc.WriteResult;
+// also printed on stdout, for a person running it by hand), also when the
+// run leaves goroutines behind (then from inside the bubble, before
+// synctest ends the process). Exit as replay -story's.
 func cmdShrinkRun(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 {
 		fmt.Fprintln(stderr, "usage: relaysim shrink-run STORY (started by relaysim shrink -isolate)")
@@ -76,6 +78,10 @@ func cmdShrinkRun(args []string, stdout, stderr io.Writer) int {
 			out.TraceLines = res.Trace.Lines()
 		}
 		if err := json.NewEncoder(stdout).Encode(out); err != nil {
+			fmt.Fprintf(stderr, "relaysim shrink-run: %v\n", err)
+			return exitHarness
+		}
+		if err := proc.WriteResult(out); err != nil {
 			fmt.Fprintf(stderr, "relaysim shrink-run: %v\n", err)
 			return exitHarness
 		}
@@ -111,7 +117,7 @@ type isolator struct {
 }
 
 func newIsolator() (*isolator, error) {
-	self, err := os.Executable()
+	self, err := selfPath()
 	if err != nil {
 		return nil, fmt.Errorf("-isolate: find this binary: %w", err)
 	}
@@ -140,14 +146,10 @@ func (iso *isolator) run(cfg sim.Config) (*sim.Result, int) {
 		res.Err = err
 		return res, 0
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), iso.timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, iso.self, "shrink-run", path)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	var stderr bytes.Buffer
+	o := proc.Run(context.Background(), proc.Spec{Path: iso.self, Args: []string{"shrink-run", path}, Timeout: iso.timeout, Stderr: &stderr})
 	var out isolatedRun
-	if jerr := json.Unmarshal([]byte(tailLine(stdout.String())), &out); jerr != nil {
+	if err := o.Decode(&out); err != nil {
 		res.Err = fmt.Errorf("child process (run %d): %v, no result: %s", iso.runs, err, tailLine(stderr.String()))
 		return res, 0
 	}
@@ -179,9 +181,11 @@ func tailLine(s string) string {
 
 // replayIsolated plays the shrunk run's story in a child process
 // (replay -story, with -trace and -timeline when given) and copies what it
-// prints, its summary line saying shrink; it returns the child's exit
-// code. A run that leaves goroutines behind cannot be judged in this
-// process, so its banner comes from the child.
+// prints, its summary line (the result it wrote, byte for byte) replaced
+// by that result saying shrink; it returns the child's exit code. A run
+// that leaves goroutines behind cannot be judged in this process, so its
+// banner comes from the child. A child that ends without a result, or
+// whose result disagrees with its exit code, is a harness error.
 func replayIsolated(iso *isolator, story, trace, timeline string, stdout, stderr io.Writer) int {
 	args := []string{"replay", "-story", story}
 	if trace != "" {
@@ -190,23 +194,26 @@ func replayIsolated(iso *isolator, story, trace, timeline string, stdout, stderr
 	if timeline != "" {
 		args = append(args, "-timeline", timeline)
 	}
-	cmd := exec.Command(iso.self, args...)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, stderr
-	err := cmd.Run()
+	o := proc.Run(context.Background(), proc.Spec{Path: iso.self, Args: args, Stdout: &out, Stderr: stderr})
+	var sum runSummary
+	err := o.Decode(&sum)
+	if err == nil && sum.Exit != o.Exit {
+		err = fmt.Errorf("its result says exit %d, the process exited %d", sum.Exit, o.Exit)
+	}
+	if err != nil {
+		fmt.Fprint(stdout, out.String())
+		fmt.Fprintf(stderr, "relaysim shrink: replay the shrunk story: %v\n", err)
+		return exitHarness
+	}
+	result := strings.TrimSpace(string(o.Result))
 	for _, l := range strings.SplitAfter(out.String(), "\n") {
-		if strings.HasPrefix(l, `{"summary":`) {
-			l = strings.Replace(l, `"command":"replay"`, `"command":"shrink"`, 1)
+		if strings.TrimSuffix(l, "\n") == result {
+			sum.Command = "shrink"
+			writeSummary(stdout, sum)
+			continue
 		}
 		fmt.Fprint(stdout, l)
 	}
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &exit):
-		return exit.ExitCode()
-	}
-	fmt.Fprintf(stderr, "relaysim shrink: replay the shrunk story: %v\n", err)
-	return exitHarness
+	return o.Exit
 }

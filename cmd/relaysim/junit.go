@@ -95,10 +95,37 @@ func junitCaseOf(j *sweepJob, extra []string) junitCase {
 		SystemOut: &junitText{"trace-hash: " + j.hash + "\nreplay: " + j.replay(extra) + "\n"},
 	}
 	if !j.ok {
-		kind, msg := failureOf(j.out)
+		kind, msg := j.failure()
 		c.Failure = &junitFailure{Message: msg, Type: kind, Text: "replay: " + j.replay(extra) + "\n\n" + bannerOf(j.out)}
 	}
 	return c
+}
+
+// failure names a failed job's first violated property, else its error,
+// from its typed summary (its evidence lines); a job without one (it hung
+// or crashed) is named from the harness' note or the crash it printed
+// (failureOf).
+func (j *sweepJob) failure() (kind, msg string) {
+	s := j.summary
+	if s == nil {
+		return failureOf(j.out)
+	}
+	for _, p := range []struct{ prefix, kind string }{
+		{"violated: ", "violation"}, {"error:  ", "error"}, {"bubble: ", "error"},
+	} {
+		for _, l := range s.Evidence {
+			if m, ok := strings.CutPrefix(l, p.prefix); ok {
+				return p.kind, shorten(strings.TrimSpace(m), 300)
+			}
+		}
+	}
+	if len(s.Violations) > 0 {
+		return "violation", s.Violations[0]
+	}
+	if s.Error != "" {
+		return "error", shorten(s.Error, 300)
+	}
+	return "crash", "the run ended without a result"
 }
 
 // failureOf names a failed job's first violated property (the banner's

@@ -31,11 +31,12 @@ trace-hash: 0badc0de
 
 func sampleJobs() []*sweepJob {
 	ok := &sweepJob{seed: 0x2a, mode: "bulk", wall: 250 * time.Millisecond}
-	ok.record(exitOK, "result:      ok, all properties hold\ntrace-hash: 36f2829e\n")
+	ok.record(exitOK, &runSummary{Summary: classOK, TraceHash: "36f2829e"}, "result:      ok, all properties hold\ntrace-hash: 36f2829e\n")
 	bad := &sweepJob{seed: 0x2b, mode: "bulk", wall: 1500 * time.Millisecond}
-	bad.record(exitFail, failedRunOutput)
+	bad.record(exitFail, &runSummary{Summary: classViolation, Exit: exitFail, TraceHash: "0badc0de", Violations: []string{"no-loss"},
+		Evidence: []string{"violated: no-loss: room r1 seq 7: acked but not in the room log (trace line 120)"}}, failedRunOutput)
 	crashed := &sweepJob{seed: 0x2b, mode: equivMode, wall: time.Second}
-	crashed.record(2, "goroutine 1 [running]:\npanic: runtime error: index out of range [3] with length 3\n")
+	crashed.record(2, nil, "goroutine 1 [running]:\npanic: runtime error: index out of range [3] with length 3\n")
 	hung := &sweepJob{seed: 0x2c, mode: "bulk", wall: 10 * time.Minute}
 	hung.fail("hung: no result within 10m0s (-job-timeout); the worker was killed\n", "none (timed out after 10m0s)")
 	return []*sweepJob{ok, bad, crashed, hung}

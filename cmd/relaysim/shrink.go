@@ -142,7 +142,8 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 			hashes = append(hashes, r.TraceHash)
 		}
 		writeSummary(stdout, runSummary{Summary: classViolation, Exit: exitFail, Command: "shrink", Seed: f.cfg.Seed.String(), Mode: "all",
-			Violations: []string{res.Property}, TraceHash: strings.Join(hashes, " "), Replay: replay})
+			Violations: []string{res.Property}, TraceHash: strings.Join(hashes, " "), Replay: replay,
+			Evidence: violatedLines(nil, []model.Violation{res.Violation})})
 		fmt.Fprintf(stdout, "equiv-hashes: %s\n", strings.Join(hashes, " "))
 		return exitFail
 	}

@@ -163,6 +163,7 @@ func replayEquivStory(cfg sim.Config, path, replay, trace, timeline string, stdo
 		Violations: propertiesOf(append(all, vs...)), Error: strings.Join(errs, "; "), TraceHash: strings.Join(hashes, " ")}
 	if code != exitOK {
 		s.Replay = replay
+		s.Evidence = violatedLines(evidenceOf(nil, runs...), vs[:min(10, len(vs))])
 	}
 	writeSummary(stdout, s)
 	fmt.Fprintf(stdout, "equiv-hashes: %s\n", strings.Join(hashes, " "))

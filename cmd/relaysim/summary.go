@@ -4,8 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
+
+	"github.com/relaysim/relaysim/internal/proc"
 
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim"
@@ -54,6 +58,12 @@ type runSummary struct {
 	Error      string   `json:"error,omitempty"`  // what stopped the run (harness-error)
 	TraceHash  string   `json:"trace_hash"`       // equiv: every mode's, space-separated
 	Replay     string   `json:"replay,omitempty"` // the command that runs it again, when it failed
+	// Evidence is a failed run's first lines as its banner shows them, in
+	// its order: "error:  ..." and "bubble: ..." for a run that did not
+	// complete, and for each violated property its first "violated: ..."
+	// line. A parent quotes them (sweep's FAIL lines, JUnit, the mutant
+	// catalog) instead of reading the banner.
+	Evidence []string `json:"evidence,omitempty"`
 	// Coverage is how often the run met each part of the widened world
 	// (sim.Coverage.Items; run and replay only).
 	Coverage map[string]int `json:"coverage,omitempty"`
@@ -115,6 +125,7 @@ func printSummary(w io.Writer, command string, r *sim.Result, code int, replay s
 	}
 	if code != exitOK {
 		s.Replay = replay
+		s.Evidence = evidenceOf(nil, r)
 	}
 	if r.History != nil {
 		s.Coverage = map[string]int{}
@@ -131,20 +142,52 @@ func writeSummary(w io.Writer, s runSummary) {
 		panic(fmt.Sprintf("summary line: %v", err)) // plain strings: cannot fail
 	}
 	fmt.Fprintf(w, "%s\n", js)
+	noteSummary(js)
 }
 
-// summaryOf reads the summary line back from a run's output (nil: none).
-func summaryOf(out string) *runSummary {
-	for _, l := range strings.Split(out, "\n") {
-		if !strings.HasPrefix(l, `{"summary":`) {
+// lastSummary is the summary line this process wrote last: a sweep
+// worker hands it to its parent as the job's typed result (worker.go).
+var lastSummary atomic.Pointer[[]byte]
+
+// noteSummary keeps a summary line just written (lastSummary) and, in a
+// child of a fan-out, writes it to the result file its parent named
+// (proc.WriteResult): the parent reads that, never the printed text.
+func noteSummary(js []byte) {
+	lastSummary.Store(&js)
+	if err := proc.WriteResult(json.RawMessage(js)); err != nil {
+		fmt.Fprintf(os.Stderr, "relaysim: result file: %v\n", err)
+	}
+}
+
+// evidenceOf adds to ev the evidence lines (runSummary.Evidence) of the
+// failed runs rs, in the order their banners print them; a property
+// already named keeps its first line.
+func evidenceOf(ev []string, rs ...*sim.Result) []string {
+	for _, r := range rs {
+		if !r.Failed() {
 			continue
 		}
-		var s runSummary
-		if json.Unmarshal([]byte(l), &s) == nil {
-			return &s
+		if r.Err != nil {
+			ev = append(ev, strings.TrimSpace(fmt.Sprintf("error:  %v", r.Err)))
+		}
+		if r.BubbleErr != nil {
+			ev = append(ev, strings.TrimSpace(fmt.Sprintf("bubble: %v", r.BubbleErr)))
+		}
+		ev = violatedLines(ev, sim.BannerViolations(r.Violations, 10))
+	}
+	return ev
+}
+
+// violatedLines adds the first "violated: " line of each property of vs
+// that ev does not name yet.
+func violatedLines(ev []string, vs []model.Violation) []string {
+	for _, v := range vs {
+		prefix := "violated: " + v.Property + ":"
+		if !slices.ContainsFunc(ev, func(l string) bool { return strings.HasPrefix(l, prefix) }) {
+			ev = append(ev, strings.TrimSpace("violated: "+v.String()))
 		}
 	}
-	return nil
+	return ev
 }
 
 // coverageLine is a run's coverage line: each count of sim.Coverage.Items.
@@ -166,7 +209,7 @@ func sweepCoverage(jobs []*sweepJob) string {
 	met := map[string]int{}
 	runs := 0
 	for _, j := range jobs {
-		s := summaryOf(j.out)
+		s := j.summary
 		if s == nil || s.Coverage == nil {
 			continue
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -54,7 +55,8 @@ func TestSummaryLineReadsBack(t *testing.T) {
 	require.True(t, ok, out.String())
 	assert.Equal(t, mutants.Summary{Summary: "violation", Exit: 1, Command: "run", Seed: "0x2a", Mode: "bulk",
 		Violations: []string{"per-room-ordering", "no-loss"}, Error: "write history: disk full", TraceHash: "c0ffee",
-		Replay: "go tool relaysim replay -seed 0x2a -mode bulk"}, s)
+		Replay:   "go tool relaysim replay -seed 0x2a -mode bulk",
+		Evidence: []string{"error:  write history: disk full", "violated: per-room-ordering:", "violated: no-loss:"}}, s)
 }
 
 // An empty shard is legitimate but never silent; the counts say seeds and
@@ -137,18 +139,16 @@ func TestHistoryWriteFailureIsAHarnessError(t *testing.T) {
 }
 
 // TestSweepCoverageTalliesRuns: the sweep's coverage line counts, per
-// item, the runs whose summary line says they met it; runs without a
+// item, the runs whose typed summary says they met it; runs without a
 // summary (a crash) or without coverage (equiv) are not counted.
 func TestSweepCoverageTalliesRuns(t *testing.T) {
-	line := func(cov map[string]int) string {
-		var b strings.Builder
-		writeSummary(&b, runSummary{Summary: classOK, Command: "run", Coverage: cov})
-		return "relaysim run ...\n" + b.String() + "trace-hash: x\n"
+	sum := func(cov map[string]int) *runSummary {
+		return &runSummary{Summary: classOK, Command: "run", Coverage: cov}
 	}
 	jobs := []*sweepJob{
-		{out: line(map[string]int{"steals": 2, "non-ascii-names": 0})},
-		{out: line(map[string]int{"steals": 1, "non-ascii-names": 4})},
-		{out: line(nil)},
+		{summary: sum(map[string]int{"steals": 2, "non-ascii-names": 0})},
+		{summary: sum(map[string]int{"steals": 1, "non-ascii-names": 4})},
+		{summary: sum(nil)},
 		{out: "panic: boom\n"},
 	}
 	got := sweepCoverage(jobs)
@@ -156,4 +156,19 @@ func TestSweepCoverageTalliesRuns(t *testing.T) {
 	assert.Contains(t, got, "non-ascii-names 1,")
 	assert.Contains(t, got, "steals 2,")
 	assert.Equal(t, "", sweepCoverage(jobs[2:]))
+}
+
+// summaryOf reads the summary line back from a run's output (nil: none),
+// as a reader of the printed text would.
+func summaryOf(out string) *runSummary {
+	for _, l := range strings.Split(out, "\n") {
+		if !strings.HasPrefix(l, `{"summary":`) {
+			continue
+		}
+		var s runSummary
+		if json.Unmarshal([]byte(l), &s) == nil {
+			return &s
+		}
+	}
+	return nil
 }

@@ -26,7 +26,10 @@ type sweepJob struct {
 	ok    bool
 	code  int // the run's exit code (exitHarness for a hang or a crash)
 	out   string
-	wall  time.Duration
+	// summary is the run's typed result (nil when it has none: a crash,
+	// a hang); the sweep reads it, never out, which it keeps for people.
+	summary *runSummary
+	wall    time.Duration
 }
 
 // sweepOpts are a sweep's own flags (the rest are run flags, passed on).
@@ -174,7 +177,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	for _, j := range all {
 		if !j.ok {
 			fmt.Fprintf(stdout, "FAIL seed=%s mode=%s trace-hash=%s\n  replay: %s\n  shrink: %s\n", j.seed, j.label(), j.hash, j.replay(extra), shrinkOf(j.replay(extra)))
-			if line := lastViolation(j.out); line != "" {
+			if line := j.evidence(); line != "" {
 				fmt.Fprintf(stdout, "  %s\n", line)
 			}
 		}
@@ -269,7 +272,7 @@ func jobEnv(env []string, jobs, procs int) []string {
 // runSweep runs the jobs on o.jobs workers, reporting each to prog, and
 // returns the CPU time of the processes that ran them.
 func runSweep(all []*sweepJob, o sweepOpts, extra []string, prog *progress) time.Duration {
-	self, err := os.Executable()
+	self, err := selfPath()
 	if err != nil {
 		self = os.Args[0]
 	}
@@ -338,9 +341,19 @@ func (j *sweepJob) replay(extra []string) string {
 	return strings.Replace(cmd, "relaysim run ", "relaysim replay ", 1) + " -trace trace.txt"
 }
 
-func lastViolation(out string) string {
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "violated: ") || strings.HasPrefix(l, "error:  ") || strings.HasPrefix(l, "panic: ") {
+// evidence is the first evidence line of a failed job: its summary's
+// (runSummary.Evidence), or for a job without one (it crashed) the
+// first panic line of what it printed, quoted for the reader: the job is
+// a harness error either way.
+func (j *sweepJob) evidence() string {
+	if j.summary != nil {
+		if len(j.summary.Evidence) > 0 {
+			return j.summary.Evidence[0]
+		}
+		return ""
+	}
+	for _, l := range strings.Split(j.out, "\n") {
+		if strings.HasPrefix(l, "panic: ") {
 			return strings.TrimSpace(l)
 		}
 	}

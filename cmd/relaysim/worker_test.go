@@ -64,6 +64,37 @@ func TestWorkerHangIsKilled(t *testing.T) {
 	assert.Equal(t, "timeout", kind)
 }
 
+// A job is judged by its typed result, never by what it prints: a worker
+// that answers garbage is a crash (the job runs alone), a job run alone
+// that prints a banner and a trace hash but writes no result is a
+// harness error, and one whose result disagrees with its exit code too.
+// A result that is whole is the verdict, whatever the text says.
+func TestSweepJudgesTypedResultsOnly(t *testing.T) {
+	banner := `echo "violated: no-loss: room r1 seq 3: lost"; echo "trace-hash: 0badc0de"`
+	result := `echo '{"summary":"violation","exit":1,"command":"run","violations":["no-loss"],"trace_hash":"c0ffee","evidence":["violated: no-loss: typed"]}' > "$RELAYSIM_RESULT"`
+	for _, tc := range []struct {
+		name, worker, alone string
+		code                int
+		hash, evidence      string
+	}{
+		{"garbage, no result", `read job; echo "violated: no-loss: not a result"`, banner + "; exit 1", exitHarness, "none (the run crashed)", ""},
+		{"result disagrees with the exit", `read job; exit 2`, result + "; " + banner + "; exit 3", exitHarness, "none (the run crashed)", ""},
+		{"typed result", `read job; exit 2`, banner + "; " + result + "; exit 1", exitFail, "c0ffee", "violated: no-loss: typed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &worker{launcher: &launcher{self: fakeRunner(t, tc.worker, tc.alone), timeout: time.Minute, env: os.Environ()}}
+			defer w.stop(true)
+			j := &sweepJob{seed: 7, mode: "bulk"}
+			w.do(j)
+			assert.False(t, j.ok)
+			assert.Equal(t, tc.code, j.code)
+			assert.Equal(t, tc.hash, j.hash)
+			assert.Equal(t, tc.evidence, j.evidence())
+			assert.Contains(t, j.out, "trace-hash: 0badc0de", "the text is kept for people")
+		})
+	}
+}
+
 // The worker side: one JSON result per job line, each what `relaysim`
 // would have printed for those arguments.
 func TestSweepWorkerProtocol(t *testing.T) {
@@ -78,6 +109,7 @@ func TestSweepWorkerProtocol(t *testing.T) {
 	require.NoError(t, dec.Decode(&r))
 	assert.Equal(t, exitOK, r.Code)
 	assert.Contains(t, r.Out, "usage: relaysim")
+	assert.Nil(t, r.Summary, "help writes no summary")
 	assert.False(t, dec.More())
 }
 
