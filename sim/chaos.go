@@ -111,7 +111,7 @@ func (c *Cluster) Inject(f Fault) {
 	case model.FaultForge:
 		c.Forge(f.Forge, f.User)
 	case model.FaultSteal:
-		c.doNow(f.Steal.action(c.Now(), f.User))
+		c.doNow(f.Steal.Action(c.Now(), f.User))
 	}
 }
 

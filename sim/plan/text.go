@@ -1,4 +1,4 @@
-package sim
+package plan
 
 import (
 	"fmt"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// plantext*.go are the text form of a run's plan: its actions, its timed
+// text*.go are the text form of a run's plan: its actions, its timed
 // faults and its fault mix, one line each, that parse back to the same
 // value (pebble's metamorphic ops), so that a run made explicit (a shrunk
 // one, a story) can be written down, read and replayed. The String
@@ -20,15 +20,15 @@ import (
 // plain (letters, digits, _ . : / @ + -) and Go-quoted otherwise; the
 // malformed-name calls always quote theirs.
 //
-// This file holds the action and mix lines; plantextfault.go the fault
-// lines, plantextlex.go the vocabulary they share (field codecs, tokens,
+// This file holds the action and mix lines; textfault.go the fault
+// lines, textlex.go the vocabulary they share (field codecs, tokens,
 // names, nodes, durations).
 
 // FormatAction writes a as one line: time, user, kind, the kind's
 // positional fields, then the other non-zero fields as key=value.
 func FormatAction(a Action) string {
 	q := quoteName
-	if a.Kind.bad() {
+	if a.Kind.Bad() {
 		q = strconv.Quote
 	}
 	parts := []string{a.At.String(), quoteName(a.User), quoteName(string(a.Kind))}
@@ -105,10 +105,15 @@ var actionPositions = map[ActionKind][]string{
 	ActBadSend: {"room", "msg"}, ActBadSendID: {"room", "msg"}, ActBadConnect: {"node"},
 }
 
-func actionKindNames() []string {
-	all := []ActionKind{ActCreate, ActJoin, ActLeave, ActConnect, ActDisconnect, ActVanish, ActSend, ActSlow,
+// ActionKinds are every action kind, in the order an error lists them.
+func ActionKinds() []ActionKind {
+	return []ActionKind{ActCreate, ActJoin, ActLeave, ActConnect, ActDisconnect, ActVanish, ActSend, ActSlow,
 		ActForgeSend, ActForgeJoin, ActForgeLeave, ActForgeCreate, ActForgeConnect, ActForgeRelay, ActForgeRelayBulk, ActForgeRelayStream,
 		ActSteal, ActBadCreate, ActBadJoin, ActBadJoinAs, ActBadSend, ActBadSendID, ActBadConnect}
+}
+
+func actionKindNames() []string {
+	all := ActionKinds()
 	out := make([]string, len(all))
 	for i, k := range all {
 		out[i] = string(k)
@@ -135,10 +140,10 @@ var mixFields = []struct {
 	p    func(*FaultMix) *float64
 	n    func(*FaultMix) *int
 }{
-	{name: drawDropRequest, p: func(m *FaultMix) *float64 { return &m.DropRequest }},
-	{name: drawDropResponse, p: func(m *FaultMix) *float64 { return &m.DropResponse }},
-	{name: drawDuplicate, p: func(m *FaultMix) *float64 { return &m.Duplicate }},
-	{name: drawDelay, p: func(m *FaultMix) *float64 { return &m.Delay }},
+	{name: DrawDropRequest, p: func(m *FaultMix) *float64 { return &m.DropRequest }},
+	{name: DrawDropResponse, p: func(m *FaultMix) *float64 { return &m.DropResponse }},
+	{name: DrawDuplicate, p: func(m *FaultMix) *float64 { return &m.Duplicate }},
+	{name: DrawDelay, p: func(m *FaultMix) *float64 { return &m.Delay }},
 	{name: "redis-err", p: func(m *FaultMix) *float64 { return &m.RedisError }},
 	{name: "crash", n: func(m *FaultMix) *int { return &m.Crashes }},
 	{name: "partition", n: func(m *FaultMix) *int { return &m.Partitions }},
@@ -150,7 +155,7 @@ var mixFields = []struct {
 	{name: "redis-spike", n: func(m *FaultMix) *int { return &m.RedisSpikes }},
 	{name: "forge", n: func(m *FaultMix) *int { return &m.Forgeries }},
 	{name: "steal", n: func(m *FaultMix) *int { return &m.Steals }},
-	{name: drawRecvBreak, p: func(m *FaultMix) *float64 { return &m.RecvBreak }},
+	{name: DrawRecvBreak, p: func(m *FaultMix) *float64 { return &m.RecvBreak }},
 	{name: "blip", n: func(m *FaultMix) *int { return &m.Blips }},
 }
 
@@ -171,6 +176,15 @@ func FormatMix(m FaultMix) string {
 		return "none"
 	}
 	return strings.Join(parts, " ")
+}
+
+// MixKnobs are the mix's keys, in FormatMix's order.
+func MixKnobs() []string {
+	names := make([]string, len(mixFields))
+	for i, f := range mixFields {
+		names[i] = f.name
+	}
+	return names
 }
 
 // ParseMix reads FormatMix's text.
@@ -217,9 +231,5 @@ func setMix(m *FaultMix, k, v string) error {
 		*f.p(m) = p
 		return nil
 	}
-	names := make([]string, len(mixFields))
-	for i, f := range mixFields {
-		names[i] = f.name
-	}
-	return fmt.Errorf("unknown knob (knobs: %s)", strings.Join(names, ", "))
+	return fmt.Errorf("unknown knob (knobs: %s)", strings.Join(MixKnobs(), ", "))
 }

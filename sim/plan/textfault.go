@@ -1,8 +1,8 @@
-// The text form of a timed fault (plantext.go describes the line):
+// The text form of a timed fault (text.go describes the line):
 // FormatFault and ParseFault, a fault line's head and its reader, and
 // the keys each kind of fault line may carry.
 
-package sim
+package plan
 
 import (
 	"fmt"
@@ -82,8 +82,8 @@ func faultHead(f Fault) (string, []string) {
 	return quoteName(string(f.Kind)), nil
 }
 
-// faultKinds are the kinds a fault line may name.
-var faultKinds = []string{"crash", "pause", "restart", "upgrade", "partition", "isolate", "cut", "heal", "blip",
+// FaultHeads are the words a fault line may start with (after its time).
+var FaultHeads = []string{"crash", "pause", "restart", "upgrade", "partition", "isolate", "cut", "heal", "blip",
 	"redis-outage", "redis-spike", "route-flush", "vanish", "slow", "forge", "steal"}
 
 // ParseFault reads FormatFault's line.
@@ -263,7 +263,7 @@ func (h *headReader) fault(f *Fault, word string) []string {
 		f.Steal.Victim = h.name("victim")
 	default:
 		if h.err == nil {
-			h.err = fmt.Errorf("unknown fault kind %q (kinds: %s)", word, strings.Join(faultKinds, ", "))
+			h.err = fmt.Errorf("unknown fault kind %q (kinds: %s)", word, strings.Join(FaultHeads, ", "))
 		}
 	}
 	_, covered := faultHead(*f)
