@@ -2,16 +2,17 @@ package sim
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"time"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/plan"
 )
 
 // DrawMix draws a seed's fault mix within b. Each knob draws from its own
 // sub-seed, and always draws, so that changing one kind's bound (turning
-// it off, say) leaves every other kind's draw as it was.
+// it off, say) leaves every other kind's draw as it was. The counts are
+// the registered kinds' (plan.Registry), each drawn from its knob's name.
 func DrawMix(seed Seed, b FaultBounds) FaultMix {
 	p := func(kind string, max float64) float64 {
 		r := seed.Derive(kind).Rand()
@@ -29,113 +30,56 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 		}
 		return 1 + int(u*float64(max))
 	}
-	return FaultMix{
+	m := FaultMix{
 		DropRequest: p(drawDropRequest, b.Network), DropResponse: p(drawDropResponse, b.Network),
 		Duplicate: p(drawDuplicate, b.Network), Delay: p(drawDelay, b.Network),
-		RedisError:    p("redis-err", b.RedisErrors),
-		Crashes:       n("crash", b.Crashes),
-		Partitions:    n("partition", b.Partitions),
-		Pauses:        n("pause", b.Pauses),
-		RedisOutages:  n("redis-outage", b.RedisOutages),
-		RouteFlushes:  n("route-flush", b.RouteFlushes),
-		Vanishes:      n("vanish", b.Vanishes),
-		SlowConsumers: n("slow-consumer", b.SlowConsumers),
-		RedisSpikes:   n("redis-spike", b.RedisSpikes),
-		Forgeries:     n("forge", b.Forgeries),
-		Steals:        n(string(model.FaultSteal), b.Steals),
-		RecvBreak:     p(drawRecvBreak, b.RecvBreaks),
-		Blips:         n("blip", b.Blips),
+		RedisError: p("redis-err", b.RedisErrors),
+		RecvBreak:  p(drawRecvBreak, b.RecvBreaks),
 	}
+	for _, k := range plan.Counted() {
+		kb := k.Budget()
+		*kb.Mix(&m) = n(kb.Knob, *kb.Bound(&b))
+	}
+	return m
 }
 
 // PlanFaults places the mix's timed faults inside [start, end). Each kind
-// is placed by its own generator (a sub-seed of seed), so that the plan of
-// one kind does not depend on how many faults of the others the mix holds.
+// is placed by its own generator (a sub-seed of seed, from the kind's
+// name), in the registry's order (plan.Registry: Kind.Place), so that the
+// plan of one kind does not depend on how many faults of the others the
+// mix holds (a kind placed elsewhere, a forgery or a steal, places
+// none here); then each fault's follow-up (Kind.Follow: a crash's restart,
+// a partition's heal, a blip's end) is added.
 func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end time.Duration) []Fault {
 	span := end - start
 	if span <= 0 {
 		return nil
 	}
 	var fs []Fault
-	// Each kind's generator is seeded from the kind's name.
-	plan := func(kind model.FaultKind, count int, place func(r *rand.Rand, at time.Duration) (Fault, bool)) {
-		r := seed.Derive(string(kind)).Rand()
-		for range count {
+	w := plan.World{Nodes: nodes, Users: users}
+	for _, k := range plan.Registry {
+		kb := k.Budget()
+		if kb.Mix == nil {
+			continue // not drawn by count
+		}
+		r := seed.Derive(string(k.Name())).Rand()
+		for range *kb.Mix(&m) {
 			at := start + time.Duration(r.Int64N(int64(span))).Truncate(time.Millisecond)
-			if f, ok := place(r, at); ok {
+			if f, ok := k.Place(r, at, w); ok {
 				fs = append(fs, f)
 			}
 		}
 	}
-	dur := func(r *rand.Rand, lo, hi time.Duration) time.Duration {
-		return lo + time.Duration(r.Int64N(int64(hi-lo))).Truncate(time.Millisecond)
-	}
-	plan(model.FaultCrash, m.Crashes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultCrash, Node: r.IntN(nodes), For: dur(r, time.Second, 10*time.Second)}, true
-	})
-	plan(model.FaultPartition, m.Partitions, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		f := Fault{At: at, Kind: model.FaultPartition, Node: r.IntN(nodes), Peer: -1, For: dur(r, time.Second, 10*time.Second)}
-		if nodes > 1 && r.IntN(3) > 0 {
-			f.Peer = (f.Node + 1 + r.IntN(nodes-1)) % nodes
-			f.OneWay = r.IntN(2) == 0
-		}
-		return f, true
-	})
-	plan(model.FaultPause, m.Pauses, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultPause, Node: r.IntN(nodes), For: dur(r, 100*time.Millisecond, 3*time.Second)}, true
-	})
-	plan(model.FaultRedisOutage, m.RedisOutages, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultRedisOutage, For: dur(r, 100*time.Millisecond, 2*time.Second)}, true
-	})
-	plan(model.FaultRedisSpike, m.RedisSpikes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultRedisSpike, For: dur(r, 500*time.Millisecond, 3*time.Second)}, true
-	})
-	plan(model.FaultRouteFlush, m.RouteFlushes, func(_ *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultRouteFlush}, true
-	})
-	plan(model.FaultVanish, m.Vanishes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		if len(users) == 0 {
-			return Fault{}, false
-		}
-		return Fault{At: at, Kind: model.FaultVanish, User: users[r.IntN(len(users))]}, true
-	})
-	plan(model.FaultSlow, m.SlowConsumers, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		if len(users) == 0 {
-			return Fault{}, false
-		}
-		return Fault{At: at, Kind: model.FaultSlow, User: users[r.IntN(len(users))], For: dur(r, time.Second, 5*time.Second)}, true
-	})
-	plan(model.FaultBlip, m.Blips, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		if nodes < 2 {
-			return Fault{}, false
-		}
-		a := r.IntN(nodes)
-		return Fault{At: at, Kind: model.FaultBlip, Node: a, Peer: (a + 1 + r.IntN(nodes-1)) % nodes, For: dur(r, blipMin, blipMax)}, true
-	})
-	// A crash is followed by its restart, a partition by its heal and a
-	// blip by its end.
 	for _, f := range fs {
-		switch f.Kind {
-		case model.FaultBlip:
-			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultBlip, Node: f.Node, Peer: f.Peer, End: true})
-		case model.FaultCrash:
-			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultRestart, Node: f.Node})
-		case model.FaultPartition:
-			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultHeal, Node: f.Node, Peer: f.Peer, OneWay: f.OneWay})
+		if k, ok := plan.Lookup(f.Kind); ok {
+			if g, ok := k.Follow(f); ok {
+				fs = append(fs, g)
+			}
 		}
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
 	return fs
 }
-
-// A blip lasts blipMin to blipMax: shorter than the default give-up
-// budget (GiveUpBudget: 300 ms), so a stream writer that backs off as it
-// should rides it out, and longer than the first back-off (100 ms) often
-// enough that the second attempt meets it too.
-const (
-	blipMin = 20 * time.Millisecond
-	blipMax = 250 * time.Millisecond
-)
 
 // decide reports whether a fault of probability p hits the op with key, on
 // its k-th occurrence: a function of identity, not of arrival order.

@@ -86,7 +86,7 @@ func TestPlanTextRoundTrip(t *testing.T) {
 		}
 		assert.True(t, kinds[k], "no plan held a %s action", k)
 	}
-	for _, h := range plan.FaultHeads {
+	for _, h := range plan.FaultHeads() {
 		assert.True(t, heads[h], "no plan held a %q fault", h)
 	}
 }

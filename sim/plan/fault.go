@@ -81,38 +81,18 @@ func (m FaultMix) NetFaults() bool {
 	return m.DropRequest > 0 || m.DropResponse > 0 || m.Duplicate > 0 || m.Delay > 0
 }
 
-// RedisSpikeLatency is what a latency spike adds to every Redis command.
-const RedisSpikeLatency = 50 * time.Millisecond
-
+// String is m's trace text: its non-zero knobs, in FormatMix's order,
+// probabilities to three places ("none" when every one is zero).
 func (m FaultMix) String() string {
 	var parts []string
-	add := func(name string, v float64) {
-		if v > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%.3f", name, v))
+	for _, f := range mixFields() {
+		switch {
+		case f.p != nil && *f.p(&m) > 0:
+			parts = append(parts, fmt.Sprintf("%s=%.3f", f.name, *f.p(&m)))
+		case f.n != nil && *f.n(&m) > 0:
+			parts = append(parts, fmt.Sprintf("%s=%d", f.name, *f.n(&m)))
 		}
 	}
-	addN := func(name string, v int) {
-		if v > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%d", name, v))
-		}
-	}
-	add(DrawDropRequest, m.DropRequest)
-	add(DrawDropResponse, m.DropResponse)
-	add(DrawDuplicate, m.Duplicate)
-	add(DrawDelay, m.Delay)
-	add("redis-err", m.RedisError)
-	addN("crash", m.Crashes)
-	addN("partition", m.Partitions)
-	addN("pause", m.Pauses)
-	addN("redis-outage", m.RedisOutages)
-	addN("route-flush", m.RouteFlushes)
-	addN("vanish", m.Vanishes)
-	addN("slow-consumer", m.SlowConsumers)
-	addN("redis-spike", m.RedisSpikes)
-	addN("forge", m.Forgeries)
-	addN("steal", m.Steals)
-	add(DrawRecvBreak, m.RecvBreak)
-	addN("blip", m.Blips)
 	if len(parts) == 0 {
 		return "none"
 	}
@@ -146,46 +126,10 @@ type Fault struct {
 	End bool
 }
 
+// String is f's trace text: its kind's (Kind.Trace).
 func (f Fault) String() string {
-	switch f.Kind {
-	case model.FaultPartition:
-		switch {
-		case f.Peer < 0:
-			return fmt.Sprintf("isolate n%d for %v", f.Node+1, f.For)
-		case f.OneWay:
-			return fmt.Sprintf("cut n%d->n%d for %v", f.Node+1, f.Peer+1, f.For)
-		}
-		return fmt.Sprintf("partition n%d<->n%d for %v", f.Node+1, f.Peer+1, f.For)
-	case model.FaultCrash, model.FaultPause:
-		if f.Overlap {
-			return fmt.Sprintf("restart n%d overlapping (lag %v)", f.Node+1, f.Lag)
-		}
-		return fmt.Sprintf("%s n%d for %v", f.Kind, f.Node+1, f.For)
-	case model.FaultRedisSpike:
-		return fmt.Sprintf("redis-spike +%v for %v", RedisSpikeLatency, f.For)
-	case model.FaultRestart:
-		return fmt.Sprintf("restart n%d", f.Node+1)
-	case model.FaultUpgrade:
-		if f.Overlap {
-			return fmt.Sprintf("upgrade n%d to v%d overlapping (lag %v)", f.Node+1, f.Protocol, f.Lag)
-		}
-		return fmt.Sprintf("upgrade n%d to v%d", f.Node+1, f.Protocol)
-	case model.FaultHeal:
-		if f.Peer < 0 {
-			return fmt.Sprintf("heal isolated n%d", f.Node+1)
-		}
-		return fmt.Sprintf("heal n%d/n%d", f.Node+1, f.Peer+1)
-	case model.FaultVanish, model.FaultSlow:
-		return fmt.Sprintf("%s %s", f.Kind, f.User)
-	case model.FaultForge:
-		return fmt.Sprintf("forge %s by %s", f.Forge, f.User)
-	case model.FaultSteal:
-		return fmt.Sprintf("steal %s by %s", f.Steal, f.User)
-	case model.FaultBlip:
-		if f.End {
-			return fmt.Sprintf("blip n%d<->n%d over", f.Node+1, f.Peer+1)
-		}
-		return fmt.Sprintf("blip n%d<->n%d for %v", f.Node+1, f.Peer+1, f.For)
+	if k, ok := Lookup(f.Kind); ok {
+		return k.Trace(f)
 	}
 	return fmt.Sprintf("%s for %v", f.Kind, f.For)
 }

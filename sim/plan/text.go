@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -133,30 +134,35 @@ var actionFields = map[string]field[Action]{
 	"token": strField(func(a *Action) *string { return &a.Token }),
 }
 
-// mixFields are the mix's keys, in FaultMix.String's order: a
-// probability (0..1) or a count.
-var mixFields = []struct {
+// mixField is one knob of the mix: a probability (0..1) or a count.
+type mixField struct {
 	name string
 	p    func(*FaultMix) *float64
 	n    func(*FaultMix) *int
-}{
-	{name: DrawDropRequest, p: func(m *FaultMix) *float64 { return &m.DropRequest }},
-	{name: DrawDropResponse, p: func(m *FaultMix) *float64 { return &m.DropResponse }},
-	{name: DrawDuplicate, p: func(m *FaultMix) *float64 { return &m.Duplicate }},
-	{name: DrawDelay, p: func(m *FaultMix) *float64 { return &m.Delay }},
-	{name: "redis-err", p: func(m *FaultMix) *float64 { return &m.RedisError }},
-	{name: "crash", n: func(m *FaultMix) *int { return &m.Crashes }},
-	{name: "partition", n: func(m *FaultMix) *int { return &m.Partitions }},
-	{name: "pause", n: func(m *FaultMix) *int { return &m.Pauses }},
-	{name: "redis-outage", n: func(m *FaultMix) *int { return &m.RedisOutages }},
-	{name: "route-flush", n: func(m *FaultMix) *int { return &m.RouteFlushes }},
-	{name: "vanish", n: func(m *FaultMix) *int { return &m.Vanishes }},
-	{name: "slow-consumer", n: func(m *FaultMix) *int { return &m.SlowConsumers }},
-	{name: "redis-spike", n: func(m *FaultMix) *int { return &m.RedisSpikes }},
-	{name: "forge", n: func(m *FaultMix) *int { return &m.Forgeries }},
-	{name: "steal", n: func(m *FaultMix) *int { return &m.Steals }},
-	{name: DrawRecvBreak, p: func(m *FaultMix) *float64 { return &m.RecvBreak }},
-	{name: "blip", n: func(m *FaultMix) *int { return &m.Blips }},
+	rank int
+}
+
+// opKnobs are the mix's per-operation knobs (probabilities, drawn where
+// the operation is gated); the counts are the registered kinds' budgets.
+var opKnobs = []mixField{
+	{name: DrawDropRequest, p: func(m *FaultMix) *float64 { return &m.DropRequest }, rank: 0},
+	{name: DrawDropResponse, p: func(m *FaultMix) *float64 { return &m.DropResponse }, rank: 1},
+	{name: DrawDuplicate, p: func(m *FaultMix) *float64 { return &m.Duplicate }, rank: 2},
+	{name: DrawDelay, p: func(m *FaultMix) *float64 { return &m.Delay }, rank: 3},
+	{name: "redis-err", p: func(m *FaultMix) *float64 { return &m.RedisError }, rank: 4},
+	{name: DrawRecvBreak, p: func(m *FaultMix) *float64 { return &m.RecvBreak }, rank: 15},
+}
+
+// mixFields are the mix's keys in their order (MixRank): the
+// per-operation knobs and the registered kinds' counts.
+func mixFields() []mixField {
+	out := append([]mixField(nil), opKnobs...)
+	for _, k := range Counted() {
+		b := k.Budget()
+		out = append(out, mixField{name: b.Knob, n: b.Mix, rank: b.MixRank})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].rank < out[j].rank })
+	return out
 }
 
 // FormatMix writes m as key=value tokens for its non-zero knobs ("none"
@@ -164,7 +170,7 @@ var mixFields = []struct {
 // back to the same float.
 func FormatMix(m FaultMix) string {
 	var parts []string
-	for _, f := range mixFields {
+	for _, f := range mixFields() {
 		switch {
 		case f.p != nil && *f.p(&m) != 0:
 			parts = append(parts, f.name+"="+strconv.FormatFloat(*f.p(&m), 'g', -1, 64))
@@ -180,8 +186,9 @@ func FormatMix(m FaultMix) string {
 
 // MixKnobs are the mix's keys, in FormatMix's order.
 func MixKnobs() []string {
-	names := make([]string, len(mixFields))
-	for i, f := range mixFields {
+	fs := mixFields()
+	names := make([]string, len(fs))
+	for i, f := range fs {
 		names[i] = f.name
 	}
 	return names
@@ -215,7 +222,7 @@ func ParseMix(s string) (FaultMix, error) {
 }
 
 func setMix(m *FaultMix, k, v string) error {
-	for _, f := range mixFields {
+	for _, f := range mixFields() {
 		if f.name != k {
 			continue
 		}
