@@ -51,7 +51,7 @@ func (crash) Touches(Fault) Touch { return TouchNone }
 
 func (crash) Apply(p Panel, f Fault) {
 	if f.Overlap {
-		p.Replace("restart", f.Node, p.Protocol(f.Node), true, f.Lag)
+		p.Replace(string(model.FaultRestart), f.Node, p.Protocol(f.Node), true, f.Lag)
 		return
 	}
 	p.Crash(f.Node)

@@ -113,6 +113,16 @@ func Lookup(k FaultKind) (Kind, bool) {
 	return nil, false
 }
 
+// ByKnob returns the registered kind whose mix knob is knob.
+func ByKnob(knob string) (Kind, bool) {
+	for _, x := range Registry {
+		if x.Budget().Knob == knob && knob != "" {
+			return x, true
+		}
+	}
+	return nil, false
+}
+
 // byHead returns the registered kind whose plan-text head starts with word.
 func byHead(word string) (Kind, bool) {
 	for _, x := range Registry {
