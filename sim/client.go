@@ -1,6 +1,6 @@
 // The simulated client's actor: Do queues a user's actions, and one
 // goroutine a user takes them in order, parks each at a client gate and
-// performs it. The Action type is in action.go, the unary calls in
+// performs it. The Action type is in sim/plan/action.go, the unary calls in
 // clientcall.go, the delivery stream in clientstream.go.
 
 package sim
