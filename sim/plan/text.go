@@ -153,6 +153,24 @@ var opKnobs = []mixField{
 	{name: DrawRecvBreak, p: func(m *FaultMix) *float64 { return &m.RecvBreak }, rank: 15},
 }
 
+// OpRates are the mix's per-operation rates, in the mix's order.
+func OpRates() []func(*FaultMix) *float64 {
+	out := make([]func(*FaultMix) *float64, len(opKnobs))
+	for i, f := range opKnobs {
+		out[i] = f.p
+	}
+	return out
+}
+
+// Rates is m with its per-operation rates only (every count zero).
+func (m FaultMix) Rates() FaultMix {
+	var r FaultMix
+	for _, p := range OpRates() {
+		*p(&r) = *p(&m)
+	}
+	return r
+}
+
 // mixFields are the mix's keys in their order (MixRank): the
 // per-operation knobs and the registered kinds' counts.
 func mixFields() []mixField {
