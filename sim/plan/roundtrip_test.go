@@ -88,6 +88,8 @@ func TestEveryActionKindRoundTrips(t *testing.T) {
 func TestEveryKindIsRegisteredOnce(t *testing.T) {
 	names, heads, knobs := map[FaultKind]bool{}, map[string]bool{}, map[string]bool{}
 	for _, k := range Registry {
+		_, err := model.ParseFaultKind(string(k.Name()))
+		assert.NoError(t, err, "a registered kind is one of model's")
 		assert.False(t, names[k.Name()], "kind %s registered twice", k.Name())
 		names[k.Name()] = true
 		for _, h := range k.Heads() {
