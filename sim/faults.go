@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"time"
 
@@ -9,38 +10,10 @@ import (
 	"github.com/relaysim/relaysim/sim/plan"
 )
 
-// DrawMix draws a seed's fault mix within b. Each knob draws from its own
-// sub-seed, and always draws, so that changing one kind's bound (turning
-// it off, say) leaves every other kind's draw as it was. The counts are
-// the registered kinds' (plan.Registry), each drawn from its knob's name.
+// DrawMix draws a seed's fault mix within b (plan.DrawMix), each knob
+// from the sub-seed of seed its name derives.
 func DrawMix(seed Seed, b FaultBounds) FaultMix {
-	p := func(kind string, max float64) float64 {
-		r := seed.Derive(kind).Rand()
-		on, u := r.IntN(2) == 1, r.Float64()
-		if max <= 0 || !on {
-			return 0
-		}
-		return float64(int(u*max*1000)) / 1000
-	}
-	n := func(kind string, max int) int {
-		r := seed.Derive(kind).Rand()
-		on, u := r.IntN(2) == 1, r.Float64()
-		if max <= 0 || !on {
-			return 0
-		}
-		return 1 + int(u*float64(max))
-	}
-	m := FaultMix{
-		DropRequest: p(drawDropRequest, b.Network), DropResponse: p(drawDropResponse, b.Network),
-		Duplicate: p(drawDuplicate, b.Network), Delay: p(drawDelay, b.Network),
-		RedisError: p("redis-err", b.RedisErrors),
-		RecvBreak:  p(drawRecvBreak, b.RecvBreaks),
-	}
-	for _, k := range plan.Counted() {
-		kb := k.Budget()
-		*kb.Mix(&m) = n(kb.Knob, *kb.Bound(&b))
-	}
-	return m
+	return plan.DrawMix(func(name string) *rand.Rand { return seed.Derive(name).Rand() }, b)
 }
 
 // PlanFaults places the mix's timed faults inside [start, end). Each kind

@@ -1,7 +1,9 @@
 // Faults: the data types of a run's faults — the bounds a seed may draw
 // within (FaultBounds), what one seed drew (FaultMix) and one timed fault
-// of the fault phase (Fault) — and their trace text. The draws are in
-// sim/faults.go, the injector that applies them in sim/chaos.go.
+// of the fault phase (Fault) — and their trace text. The mix is drawn in
+// draw.go, each kind's faults placed by its registry entry
+// (fault_<kind>.go, through sim's PlanFaults) and applied by sim's
+// injector (sim/chaos.go).
 
 package plan
 

@@ -134,24 +134,31 @@ var actionFields = map[string]field[Action]{
 	"token": strField(func(a *Action) *string { return &a.Token }),
 }
 
-// mixField is one knob of the mix: a probability (0..1) or a count.
+// mixField is one knob of the mix: a probability (0..1) or a count, and
+// the bound the draw keeps it within.
 type mixField struct {
 	name string
 	p    func(*FaultMix) *float64
 	n    func(*FaultMix) *int
+	max  func(*FaultBounds) *float64 // a probability's bound
+	maxN func(*FaultBounds) *int     // a count's bound
 	rank int
 }
 
 // opKnobs are the mix's per-operation knobs (probabilities, drawn where
 // the operation is gated); the counts are the registered kinds' budgets.
 var opKnobs = []mixField{
-	{name: DrawDropRequest, p: func(m *FaultMix) *float64 { return &m.DropRequest }, rank: 0},
-	{name: DrawDropResponse, p: func(m *FaultMix) *float64 { return &m.DropResponse }, rank: 1},
-	{name: DrawDuplicate, p: func(m *FaultMix) *float64 { return &m.Duplicate }, rank: 2},
-	{name: DrawDelay, p: func(m *FaultMix) *float64 { return &m.Delay }, rank: 3},
-	{name: "redis-err", p: func(m *FaultMix) *float64 { return &m.RedisError }, rank: 4},
-	{name: DrawRecvBreak, p: func(m *FaultMix) *float64 { return &m.RecvBreak }, rank: 15},
+	{name: DrawDropRequest, p: func(m *FaultMix) *float64 { return &m.DropRequest }, max: network, rank: 0},
+	{name: DrawDropResponse, p: func(m *FaultMix) *float64 { return &m.DropResponse }, max: network, rank: 1},
+	{name: DrawDuplicate, p: func(m *FaultMix) *float64 { return &m.Duplicate }, max: network, rank: 2},
+	{name: DrawDelay, p: func(m *FaultMix) *float64 { return &m.Delay }, max: network, rank: 3},
+	{name: "redis-err", p: func(m *FaultMix) *float64 { return &m.RedisError },
+		max: func(b *FaultBounds) *float64 { return &b.RedisErrors }, rank: 4},
+	{name: DrawRecvBreak, p: func(m *FaultMix) *float64 { return &m.RecvBreak },
+		max: func(b *FaultBounds) *float64 { return &b.RecvBreaks }, rank: 15},
 }
+
+func network(b *FaultBounds) *float64 { return &b.Network }
 
 // OpRates are the mix's per-operation rates, in the mix's order.
 func OpRates() []func(*FaultMix) *float64 {
@@ -177,7 +184,7 @@ func mixFields() []mixField {
 	out := append([]mixField(nil), opKnobs...)
 	for _, k := range Counted() {
 		b := k.Budget()
-		out = append(out, mixField{name: b.Knob, n: b.Mix, rank: b.MixRank})
+		out = append(out, mixField{name: b.Knob, n: b.Mix, maxN: b.Bound, rank: b.MixRank})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].rank < out[j].rank })
 	return out
