@@ -5,14 +5,21 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/relaysim/relaysim/sim/plan"
 )
 
 // The rooms of the repository and what each may import (docs/architecture.md).
@@ -201,5 +208,89 @@ func TestIsGenerated(t *testing.T) {
 		if got := isGenerated([]byte(c.src)); got != c.want {
 			t.Errorf("isGenerated(%q) = %v, want %v", c.src, got, c.want)
 		}
+	}
+}
+
+// The plan is data: sim/plan imports no runtime harness — not sim or the
+// kernel, not the relay, not the stories or the commands, not gRPC — in
+// its code or its tests; model (the fault kinds) it may.
+func TestPlanImportsNoHarness(t *testing.T) {
+	for _, p := range goList(t, "./sim/plan/...") {
+		for _, d := range append(append(p.Deps, p.TestImports...), p.XTestImports...) {
+			switch {
+			case strings.HasPrefix(d, "google.golang.org/grpc"):
+				t.Errorf("%s imports %s: the plan imports no gRPC", p.ImportPath, d)
+			case ours(d) && !within(d, "sim/plan") && !within(d, "model"):
+				t.Errorf("%s imports %s: the plan imports model and nothing else of ours", p.ImportPath, d)
+			}
+		}
+	}
+}
+
+// otherMeanings are string literals that spell a registered fault kind's
+// name but mean something else, by file: the oracle's own vocabulary
+// (the kinds name its constants), action kinds and explore op classes of
+// the same word, and flags, knobs and verdicts named alike.
+var otherMeanings = map[string][]string{
+	"model/faultkind.go":    nil, // the oracle's names of the kinds: every one
+	"sim/plan/action.go":    {"vanish", "slow", "steal"},
+	"sim/exploring.go":      {"crash"},
+	"scenarios/explore.go":  {"crash"},
+	"scenarios/story.go":    {"upgrade"},
+	"cmd/relaysim/run.go":   {"upgrade"},
+	"cmd/relaysim/junit.go": {"crash"},
+	"mutants/verdict.go":    {"crash"},
+}
+
+// A fault kind's name is spelled as a string literal only in its own
+// file, sim/plan/fault_<kind>.go (the registry's): everything else names
+// the kind through it (or model's constant), so that renaming or adding
+// a kind is one file. Tests and testdata are left out.
+func TestFaultKindNamesLiveInTheirFiles(t *testing.T) {
+	names := map[string]bool{}
+	for _, k := range plan.Registry {
+		names[string(k.Name())] = true
+	}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != "." && (name == "testdata" || strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		path = filepath.ToSlash(path)
+		allowed, listed := otherMeanings[path]
+		if listed && allowed == nil {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			lit, ok := n.(*ast.BasicLit)
+			if !ok || lit.Kind != token.STRING {
+				return true
+			}
+			s, err := strconv.Unquote(lit.Value)
+			if err != nil || !names[s] || slices.Contains(allowed, s) {
+				return true
+			}
+			if own := "sim/plan/fault_" + strings.ReplaceAll(s, "-", "") + ".go"; path != own {
+				t.Errorf("%s spells fault kind %q: name it through its kind (%s) or model's constant", fset.Position(lit.Pos()), s, own)
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -124,29 +124,31 @@ type handler struct {
 }
 
 // handlers maps each command to its handler (interaction_env_handler_*.go,
-// each with an example in its doc comment).
+// each with an example in its doc comment). A command that does a fault
+// kind is named by the kind (model's name, the registry's: sim/plan).
 var handlers = map[string]handler{
-	"cluster":        {[]string{"nodes", "seed", "versions", "legacy", "relays"}, (*Env).handleCluster},
-	"connect":        {[]string{"user", "node"}, (*Env).handleConnect},
-	"disconnect":     {[]string{"user"}, (*Env).handleDisconnect},
-	"vanish":         {[]string{"user"}, (*Env).handleVanish},
-	"join":           {[]string{"user", "room", "node"}, (*Env).handleJoin},
-	"leave":          {[]string{"user", "room", "node"}, (*Env).handleLeave},
-	"send":           {[]string{"user", "room", "msg", "node"}, (*Env).handleSend},
-	"steal":          {[]string{"user", "room", "msg", "node"}, (*Env).handleSteal},
-	"crash":          {[]string{"node"}, (*Env).handleCrash},
-	"restart":        {[]string{"node", "protocol", "legacy"}, (*Env).handleRestart},
-	"partition":      {[]string{"a", "b"}, (*Env).handlePartition},
-	"heal":           {nil, (*Env).handleHeal},
-	"break-stream":   {[]string{"from", "to"}, (*Env).handleBreakStream},
-	"recv-break":     {nil, (*Env).handleRecvBreak},
-	"drop-responses": {[]string{"from", "to", "for"}, (*Env).handleDropResponses},
-	"redis-outage":   {[]string{"for"}, (*Env).handleRedisOutage},
-	"forge":          {[]string{"user", "call", "as", "room", "cred", "node"}, (*Env).handleForge},
-	"run":            {[]string{"for"}, (*Env).handleRun},
-	"check":          {nil, (*Env).handleCheck},
-	"metrics":        {[]string{"node"}, (*Env).handleMetrics},
-	"trace":          {[]string{"last"}, (*Env).handleTrace},
+	"cluster":                      {[]string{"nodes", "seed", "versions", "legacy", "relays"}, (*Env).handleCluster},
+	"connect":                      {[]string{"user", "node"}, (*Env).handleConnect},
+	"disconnect":                   {[]string{"user"}, (*Env).handleDisconnect},
+	string(model.FaultVanish):      {[]string{"user"}, (*Env).handleVanish},
+	"join":                         {[]string{"user", "room", "node"}, (*Env).handleJoin},
+	"leave":                        {[]string{"user", "room", "node"}, (*Env).handleLeave},
+	"send":                         {[]string{"user", "room", "msg", "node"}, (*Env).handleSend},
+	string(model.FaultSteal):       {[]string{"user", "room", "msg", "node"}, (*Env).handleSteal},
+	string(model.FaultCrash):       {[]string{"node"}, (*Env).handleCrash},
+	string(model.FaultRestart):     {[]string{"node", "protocol", "legacy"}, (*Env).handleRestart},
+	string(model.FaultPartition):   {[]string{"a", "b"}, (*Env).handlePartition},
+	string(model.FaultHeal):        {nil, (*Env).handleHeal},
+	string(model.FaultStreamBreak): {[]string{"from", "to"}, (*Env).handleBreakStream},
+	"break-stream":                 {[]string{"from", "to"}, (*Env).handleBreakStream}, // stream-break's older spelling, kept
+	"recv-break":                   {nil, (*Env).handleRecvBreak},
+	"drop-responses":               {[]string{"from", "to", "for"}, (*Env).handleDropResponses},
+	string(model.FaultRedisOutage): {[]string{"for"}, (*Env).handleRedisOutage},
+	string(model.FaultForge):       {[]string{"user", "call", "as", "room", "cred", "node"}, (*Env).handleForge},
+	"run":                          {[]string{"for"}, (*Env).handleRun},
+	"check":                        {nil, (*Env).handleCheck},
+	"metrics":                      {[]string{"node"}, (*Env).handleMetrics},
+	"trace":                        {[]string{"last"}, (*Env).handleTrace},
 }
 
 func commandNames() []string {

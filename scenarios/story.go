@@ -14,6 +14,7 @@ import (
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim"
 	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/sim/plan"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -220,7 +221,7 @@ func boolKnob(name string, p func(*sim.Config) *bool) knob {
 
 // simKnobs are the sim command's settings, named as relaysim run's flags
 // where one exists.
-var simKnobs = []knob{
+var simKnobs = append([]knob{
 	intKnob("nodes", func(c *sim.Config) *int { return &c.Nodes }),
 	intKnob("users", func(c *sim.Config) *int { return &c.Users }),
 	intKnob("rooms", func(c *sim.Config) *int { return &c.Rooms }),
@@ -275,18 +276,22 @@ var simKnobs = []knob{
 	boolKnob("ungated", func(c *sim.Config) *bool { return &c.Ungated }),
 	floatKnob("max-net-fault", func(c *sim.Config) *float64 { return &c.Bounds.Network }),
 	floatKnob("max-redis-errors", func(c *sim.Config) *float64 { return &c.Bounds.RedisErrors }),
-	intKnob("max-crashes", func(c *sim.Config) *int { return &c.Bounds.Crashes }),
-	intKnob("max-partitions", func(c *sim.Config) *int { return &c.Bounds.Partitions }),
-	intKnob("max-pauses", func(c *sim.Config) *int { return &c.Bounds.Pauses }),
-	intKnob("max-redis-outages", func(c *sim.Config) *int { return &c.Bounds.RedisOutages }),
-	intKnob("max-route-flushes", func(c *sim.Config) *int { return &c.Bounds.RouteFlushes }),
-	intKnob("max-vanishes", func(c *sim.Config) *int { return &c.Bounds.Vanishes }),
-	intKnob("max-slow-consumers", func(c *sim.Config) *int { return &c.Bounds.SlowConsumers }),
-	intKnob("max-redis-spikes", func(c *sim.Config) *int { return &c.Bounds.RedisSpikes }),
-	intKnob("max-forgeries", func(c *sim.Config) *int { return &c.Bounds.Forgeries }),
-	intKnob("max-steals", func(c *sim.Config) *int { return &c.Bounds.Steals }),
-	floatKnob("max-recv-break", func(c *sim.Config) *float64 { return &c.Bounds.RecvBreaks }),
-	intKnob("max-blips", func(c *sim.Config) *int { return &c.Bounds.Blips }),
+}, faultKnobs()...)
+
+// faultKnobs are the bounds of the faults a seed may draw, in the mix's
+// order (plan.MixKnobs): each registered fault kind's count, named by its
+// flag (plan.Budget.Flag), and the recv-break probability.
+func faultKnobs() []knob {
+	var out []knob
+	for _, name := range plan.MixKnobs() {
+		if k, ok := plan.ByKnob(name); ok {
+			b := k.Budget()
+			out = append(out, intKnob(b.Flag, func(c *sim.Config) *int { return b.Bound(&c.Bounds) }))
+		} else if name == plan.DrawRecvBreak {
+			out = append(out, floatKnob("max-recv-break", func(c *sim.Config) *float64 { return &c.Bounds.RecvBreaks }))
+		}
+	}
+	return out
 }
 
 func knobNames() string {

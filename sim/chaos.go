@@ -11,6 +11,7 @@ import (
 
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim/dst"
+	"github.com/relaysim/relaysim/sim/plan"
 )
 
 // StartChaos injects the planned faults from their own goroutine (a
@@ -52,66 +53,8 @@ func (c *Cluster) chaosStop() <-chan struct{} {
 // injector (inject.go), then done.
 func (c *Cluster) Inject(f Fault) {
 	c.inject(injection{node: "chaos", what: f.String(), record: c.timedRecord(f)})
-	switch f.Kind {
-	case model.FaultCrash:
-		if f.Overlap {
-			if err := c.Replace(f.Node, c.nodes[f.Node].protocol, &Overlap{Lag: f.Lag}); err != nil {
-				c.Trace.Event(c.Now(), "chaos", "restart n%d failed: %v", f.Node+1, err)
-			}
-			break
-		}
-		c.Crash(f.Node)
-	case model.FaultRestart:
-		if err := c.Restart(f.Node); err != nil {
-			c.Trace.Event(c.Now(), "chaos", "restart n%d failed: %v", f.Node+1, err)
-		}
-	case model.FaultUpgrade:
-		var o *Overlap
-		if f.Overlap {
-			o = &Overlap{Lag: f.Lag}
-		}
-		if err := c.Replace(f.Node, f.Protocol, o); err != nil {
-			c.Trace.Event(c.Now(), "chaos", "upgrade n%d failed: %v", f.Node+1, err)
-		}
-	case model.FaultPartition:
-		for _, l := range c.links(f) {
-			c.Net.Cut(l[0], l[1])
-			c.faults.unblip(l) // the partition's heal restores it
-		}
-	case model.FaultBlip:
-		for _, l := range c.links(f) {
-			switch {
-			case !f.End && !c.Net.Blocked(l[0], l[1]):
-				c.Net.Cut(l[0], l[1])
-				c.faults.blip(l)
-			case f.End && c.faults.unblip(l):
-				c.Net.Uncut(l[0], l[1])
-			}
-		}
-		if !f.End {
-			c.blipBurst(f)
-		}
-	case model.FaultHeal:
-		c.rec.endPartition(c.linkNodes(f), c.Now())
-		for _, l := range c.links(f) {
-			c.Net.Uncut(l[0], l[1])
-		}
-	case model.FaultPause:
-		c.Sched.Pause(c.nodes[f.Node].id, c.Now()+f.For)
-	case model.FaultRedisOutage:
-		c.faults.outages = append(c.faults.outages, [2]time.Duration{c.Now(), c.Now() + f.For})
-	case model.FaultRedisSpike:
-		c.faults.addSpike(c.Now(), c.Now()+f.For, redisSpikeLatency)
-	case model.FaultRouteFlush:
-		c.FlushRoutes()
-	case model.FaultVanish:
-		c.Do(Action{At: c.Now(), User: f.User, Kind: ActVanish})
-	case model.FaultSlow:
-		c.Do(Action{At: c.Now(), User: f.User, Kind: ActSlow, For: f.For})
-	case model.FaultForge:
-		c.Forge(f.Forge, f.User)
-	case model.FaultSteal:
-		c.doNow(f.Steal.action(c.Now(), f.User))
+	if k, ok := plan.Lookup(f.Kind); ok {
+		k.Apply(panel{c}, f)
 	}
 }
 
@@ -150,16 +93,20 @@ func (c *Cluster) blipBurst(f Fault) {
 func (c *Cluster) timedRecord(f Fault) *model.Fault {
 	now := c.Now()
 	mf := &model.Fault{From: now, To: now + f.For, Kind: f.Kind}
-	switch f.Kind {
-	case model.FaultCrash, model.FaultRestart, model.FaultUpgrade, model.FaultForge, model.FaultSteal, model.FaultHeal, model.FaultBlip:
+	k, ok := plan.Lookup(f.Kind)
+	if !ok {
+		return mf
+	}
+	switch k.Touches(f) {
+	case plan.TouchNone:
 		return nil
-	case model.FaultPartition:
+	case plan.TouchLinks:
 		mf.To, mf.Nodes = -1, c.linkNodes(f)
-	case model.FaultPause:
+	case plan.TouchNode:
 		mf.Nodes = []string{c.nodes[f.Node].id}
-	case model.FaultRedisOutage, model.FaultRedisSpike, model.FaultRouteFlush:
+	case plan.TouchRedis:
 		mf.Redis = true
-	case model.FaultVanish, model.FaultSlow:
+	case plan.TouchUser:
 		mf.User = f.User
 	}
 	return mf

@@ -1,6 +1,6 @@
 // The simulated client's actor: Do queues a user's actions, and one
 // goroutine a user takes them in order, parks each at a client gate and
-// performs it. The Action type is in action.go, the unary calls in
+// performs it. The Action type is in sim/plan/action.go, the unary calls in
 // clientcall.go, the delivery stream in clientstream.go.
 
 package sim
@@ -213,12 +213,12 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 		})
 	case ActBadJoin, ActBadJoinAs:
 		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
-			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: a.named(cl.user)})
+			r, err := ch.Join(ctx, &relaypb.JoinRequest{Room: a.Room, User: a.Named(cl.user)})
 			return reply{seq: r.GetFromSeq()}, err
 		})
 	case ActBadSend, ActBadSendID:
 		cl.call(a, n, inv, func(ctx context.Context, ch relaypb.ChatClient) (reply, error) {
-			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: a.named(cl.user), ClientMsgId: a.MsgID, Payload: []byte("bad")})
+			r, err := ch.Send(ctx, &relaypb.SendRequest{Room: a.Room, User: a.Named(cl.user), ClientMsgId: a.MsgID, Payload: []byte("bad")})
 			return reply{seq: r.GetSeq(), duplicate: r.GetDuplicate()}, err
 		})
 	case ActBadConnect:

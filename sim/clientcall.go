@@ -64,7 +64,7 @@ func (cl *Client) callConn(a Action, n int, inv invocation, f func(context.Conte
 	node, try := 0, 1
 	cl.setPending(a, inv)
 	for ; try <= clientAttempts; try++ {
-		if relayForgery(a.Kind) {
+		if a.Kind.RelayForgery() {
 			node = (a.Node + try - 1) % len(cl.c.nodes)
 		} else {
 			node = cl.callNode(a.Node, try)
@@ -115,7 +115,7 @@ func (cl *Client) payload(a Action) []byte {
 	if a.Kind == ActSteal {
 		return stealPayload(cl.user, a.MsgID)
 	}
-	return a.payload()
+	return a.Payload()
 }
 
 // sent is what the history keeps of a send's content: its payload's
@@ -130,7 +130,7 @@ func (cl *Client) sent(a Action) (uint64, bool) {
 // setPending notes the call in flight, so that a check taken before it
 // returns treats its outcome as unknown.
 func (cl *Client) setPending(a Action, inv invocation) {
-	ev := model.Event{Kind: callKinds[a.Kind], User: a.named(cl.user), Room: a.Room, MsgID: a.MsgID, Err: "Pending",
+	ev := model.Event{Kind: callKinds[a.Kind], User: a.Named(cl.user), Room: a.Room, MsgID: a.MsgID, Err: "Pending",
 		Time: cl.c.Now(), TraceLine: cl.c.Trace.Lines(), Invoked: inv.at, InvokedLine: inv.line}
 	ev.Payload, ev.Steal = cl.sent(a)
 	cl.mu.Lock()
@@ -143,7 +143,7 @@ func (cl *Client) record(a Action, inv invocation, node, tries int, r reply, err
 	cl.mu.Lock()
 	cl.pending = nil
 	cl.mu.Unlock()
-	ev := model.Event{Time: c.Now(), Kind: callKinds[a.Kind], User: a.named(cl.user), Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: r.seq,
+	ev := model.Event{Time: c.Now(), Kind: callKinds[a.Kind], User: a.Named(cl.user), Room: a.Room, MsgID: a.MsgID, OK: err == nil, Seq: r.seq,
 		Duplicate: r.duplicate, Node: c.nodes[node].id, Tries: tries, Invoked: inv.at, InvokedLine: inv.line}
 	ev.Payload, ev.Steal = cl.sent(a)
 	if fc, forged := forgeCallOf(a.Kind); forged {

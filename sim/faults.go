@@ -4,308 +4,54 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/plan"
 )
 
-// FaultBounds are the most any seed may draw (the runner's flags).
-type FaultBounds struct {
-	// Network is the highest per-RPC probability of a dropped request, a
-	// dropped response, a duplicate or a delay of a node-to-node relay.
-	Network float64
-	// RedisErrors is the highest per-command error probability.
-	RedisErrors float64
-	// The largest number of each timed fault in a run's fault phase.
-	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
-	// RedisSpikes are windows in which every Redis command is slow.
-	RedisSpikes int
-	// Forgeries are calls made with a forged credential (forge.go): each
-	// is one of 8 methods with one of 8 shapes, and costs one refused
-	// call, so the bound is high enough that a run tries several pairs.
-	Forgeries int
-	// Steals are sends with another user's client message id (steal.go).
-	Steals int
-	// RecvBreaks is the highest per-item probability that a relay
-	// stream breaks between the receiver's read of an item and its
-	// delivery (the stream.deliver gate; streamhooks.go cutAtDeliver).
-	RecvBreaks float64
-	// Blips are short cuts of one link between two nodes, shorter than a
-	// stream writer's give-up budget (blipMax).
-	Blips int
-}
-
-// DefaultBounds is the runner's default.
-func DefaultBounds() FaultBounds {
-	return FaultBounds{Network: 0.05, RedisErrors: 0.01, Crashes: 1, Partitions: 2, Pauses: 1, RedisOutages: 1, RouteFlushes: 1, Vanishes: 3, SlowConsumers: 1, RedisSpikes: 1, Forgeries: 12, Steals: 3, RecvBreaks: 0.2, Blips: 4}
-}
-
-// NoFaults turns every fault off.
-func NoFaults() FaultBounds { return FaultBounds{} }
-
-// FaultMix is what one seed drew: swarm testing switches each fault on or off
-// per seed and draws its intensity, so some seeds see heavy loss and no
-// crash, others the opposite.
-type FaultMix struct {
-	DropRequest, DropResponse, Duplicate, Delay, RedisError                          float64
-	Crashes, Partitions, Pauses, RedisOutages, RouteFlushes, Vanishes, SlowConsumers int
-	RedisSpikes                                                                      int
-	Forgeries                                                                        int
-	Steals                                                                           int
-	// RecvBreak is the per-item probability of a recv-break.
-	RecvBreak float64
-	Blips     int
-}
-
-// The names the network faults' draws are seeded from (sub-seeds of a
-// seed's fault seed, for its mix and for each operation's draw), and the
-// mix's names for them: renaming one moves every drawn fault.
-const (
-	drawDropRequest  = "drop-req"
-	drawDropResponse = "drop-resp"
-	drawDuplicate    = "dup"
-	drawDelay        = "delay"
-	drawRecvBreak    = "recv-break"
-)
-
-// DrawMix draws a seed's fault mix within b. Each knob draws from its own
-// sub-seed, and always draws, so that changing one kind's bound (turning
-// it off, say) leaves every other kind's draw as it was.
+// DrawMix draws a seed's fault mix within b (plan.DrawMix), each knob
+// from the sub-seed of seed its name derives.
 func DrawMix(seed Seed, b FaultBounds) FaultMix {
-	p := func(kind string, max float64) float64 {
-		r := seed.Derive(kind).Rand()
-		on, u := r.IntN(2) == 1, r.Float64()
-		if max <= 0 || !on {
-			return 0
-		}
-		return float64(int(u*max*1000)) / 1000
-	}
-	n := func(kind string, max int) int {
-		r := seed.Derive(kind).Rand()
-		on, u := r.IntN(2) == 1, r.Float64()
-		if max <= 0 || !on {
-			return 0
-		}
-		return 1 + int(u*float64(max))
-	}
-	return FaultMix{
-		DropRequest: p(drawDropRequest, b.Network), DropResponse: p(drawDropResponse, b.Network),
-		Duplicate: p(drawDuplicate, b.Network), Delay: p(drawDelay, b.Network),
-		RedisError:    p("redis-err", b.RedisErrors),
-		Crashes:       n("crash", b.Crashes),
-		Partitions:    n("partition", b.Partitions),
-		Pauses:        n("pause", b.Pauses),
-		RedisOutages:  n("redis-outage", b.RedisOutages),
-		RouteFlushes:  n("route-flush", b.RouteFlushes),
-		Vanishes:      n("vanish", b.Vanishes),
-		SlowConsumers: n("slow-consumer", b.SlowConsumers),
-		RedisSpikes:   n("redis-spike", b.RedisSpikes),
-		Forgeries:     n("forge", b.Forgeries),
-		Steals:        n(string(model.FaultSteal), b.Steals),
-		RecvBreak:     p(drawRecvBreak, b.RecvBreaks),
-		Blips:         n("blip", b.Blips),
-	}
-}
-
-func (m FaultMix) String() string {
-	var parts []string
-	add := func(name string, v float64) {
-		if v > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%.3f", name, v))
-		}
-	}
-	addN := func(name string, v int) {
-		if v > 0 {
-			parts = append(parts, fmt.Sprintf("%s=%d", name, v))
-		}
-	}
-	add(drawDropRequest, m.DropRequest)
-	add(drawDropResponse, m.DropResponse)
-	add(drawDuplicate, m.Duplicate)
-	add(drawDelay, m.Delay)
-	add("redis-err", m.RedisError)
-	addN("crash", m.Crashes)
-	addN("partition", m.Partitions)
-	addN("pause", m.Pauses)
-	addN("redis-outage", m.RedisOutages)
-	addN("route-flush", m.RouteFlushes)
-	addN("vanish", m.Vanishes)
-	addN("slow-consumer", m.SlowConsumers)
-	addN("redis-spike", m.RedisSpikes)
-	addN("forge", m.Forgeries)
-	addN("steal", m.Steals)
-	add(drawRecvBreak, m.RecvBreak)
-	addN("blip", m.Blips)
-	if len(parts) == 0 {
-		return "none"
-	}
-	return strings.Join(parts, " ")
-}
-
-// Fault is one timed fault of the fault phase.
-type Fault struct {
-	At   time.Duration
-	Kind model.FaultKind // one of the timed kinds: crash, restart, upgrade, partition, heal, pause, redis-outage, redis-spike, route-flush, vanish, slow, forge, steal
-	Node int             // node index (crash, restart, pause, partition side a)
-	Peer int             // partition side b (-1: isolate Node from everyone)
-	// OneWay cuts only Node -> Peer.
-	OneWay bool
-	For    time.Duration
-	User   string
-	// Protocol is the version an upgrade restarts the node with.
-	Protocol int
-	// Forge is a forge fault's call, made by User's client.
-	Forge Forgery
-	// Steal is a steal fault's send, made by User's client.
-	Steal Steal
-	// Overlap makes a crash or an upgrade a graceful restart whose new
-	// incarnation starts before the old one has finished stopping; Lag is
-	// how long the stopping incarnation is held after each Redis command
-	// of its stop (a process busy draining, descheduled between its
-	// commands), so that its successor's start lands among them.
-	Overlap bool
-	Lag     time.Duration
-	// End marks the end of a blip (its links restored).
-	End bool
-}
-
-func (f Fault) String() string {
-	switch f.Kind {
-	case model.FaultPartition:
-		switch {
-		case f.Peer < 0:
-			return fmt.Sprintf("isolate n%d for %v", f.Node+1, f.For)
-		case f.OneWay:
-			return fmt.Sprintf("cut n%d->n%d for %v", f.Node+1, f.Peer+1, f.For)
-		}
-		return fmt.Sprintf("partition n%d<->n%d for %v", f.Node+1, f.Peer+1, f.For)
-	case model.FaultCrash, model.FaultPause:
-		if f.Overlap {
-			return fmt.Sprintf("restart n%d overlapping (lag %v)", f.Node+1, f.Lag)
-		}
-		return fmt.Sprintf("%s n%d for %v", f.Kind, f.Node+1, f.For)
-	case model.FaultRedisSpike:
-		return fmt.Sprintf("redis-spike +%v for %v", redisSpikeLatency, f.For)
-	case model.FaultRestart:
-		return fmt.Sprintf("restart n%d", f.Node+1)
-	case model.FaultUpgrade:
-		if f.Overlap {
-			return fmt.Sprintf("upgrade n%d to v%d overlapping (lag %v)", f.Node+1, f.Protocol, f.Lag)
-		}
-		return fmt.Sprintf("upgrade n%d to v%d", f.Node+1, f.Protocol)
-	case model.FaultHeal:
-		if f.Peer < 0 {
-			return fmt.Sprintf("heal isolated n%d", f.Node+1)
-		}
-		return fmt.Sprintf("heal n%d/n%d", f.Node+1, f.Peer+1)
-	case model.FaultVanish, model.FaultSlow:
-		return fmt.Sprintf("%s %s", f.Kind, f.User)
-	case model.FaultForge:
-		return fmt.Sprintf("forge %s by %s", f.Forge, f.User)
-	case model.FaultSteal:
-		return fmt.Sprintf("steal %s by %s", f.Steal, f.User)
-	case model.FaultBlip:
-		if f.End {
-			return fmt.Sprintf("blip n%d<->n%d over", f.Node+1, f.Peer+1)
-		}
-		return fmt.Sprintf("blip n%d<->n%d for %v", f.Node+1, f.Peer+1, f.For)
-	}
-	return fmt.Sprintf("%s for %v", f.Kind, f.For)
+	return plan.DrawMix(func(name string) *rand.Rand { return seed.Derive(name).Rand() }, b)
 }
 
 // PlanFaults places the mix's timed faults inside [start, end). Each kind
-// is placed by its own generator (a sub-seed of seed), so that the plan of
-// one kind does not depend on how many faults of the others the mix holds.
+// is placed by its own generator (a sub-seed of seed, from the kind's
+// name), in the registry's order (plan.Registry: Kind.Place), so that the
+// plan of one kind does not depend on how many faults of the others the
+// mix holds (a kind placed elsewhere, a forgery or a steal, places
+// none here); then each fault's follow-up (Kind.Follow: a crash's restart,
+// a partition's heal, a blip's end) is added.
 func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end time.Duration) []Fault {
 	span := end - start
 	if span <= 0 {
 		return nil
 	}
 	var fs []Fault
-	// Each kind's generator is seeded from the kind's name.
-	plan := func(kind model.FaultKind, count int, place func(r *rand.Rand, at time.Duration) (Fault, bool)) {
-		r := seed.Derive(string(kind)).Rand()
-		for range count {
+	w := plan.World{Nodes: nodes, Users: users}
+	for _, k := range plan.Registry {
+		kb := k.Budget()
+		if kb.Mix == nil {
+			continue // not drawn by count
+		}
+		r := seed.Derive(string(k.Name())).Rand()
+		for range *kb.Mix(&m) {
 			at := start + time.Duration(r.Int64N(int64(span))).Truncate(time.Millisecond)
-			if f, ok := place(r, at); ok {
+			if f, ok := k.Place(r, at, w); ok {
 				fs = append(fs, f)
 			}
 		}
 	}
-	dur := func(r *rand.Rand, lo, hi time.Duration) time.Duration {
-		return lo + time.Duration(r.Int64N(int64(hi-lo))).Truncate(time.Millisecond)
-	}
-	plan(model.FaultCrash, m.Crashes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultCrash, Node: r.IntN(nodes), For: dur(r, time.Second, 10*time.Second)}, true
-	})
-	plan(model.FaultPartition, m.Partitions, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		f := Fault{At: at, Kind: model.FaultPartition, Node: r.IntN(nodes), Peer: -1, For: dur(r, time.Second, 10*time.Second)}
-		if nodes > 1 && r.IntN(3) > 0 {
-			f.Peer = (f.Node + 1 + r.IntN(nodes-1)) % nodes
-			f.OneWay = r.IntN(2) == 0
-		}
-		return f, true
-	})
-	plan(model.FaultPause, m.Pauses, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultPause, Node: r.IntN(nodes), For: dur(r, 100*time.Millisecond, 3*time.Second)}, true
-	})
-	plan(model.FaultRedisOutage, m.RedisOutages, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultRedisOutage, For: dur(r, 100*time.Millisecond, 2*time.Second)}, true
-	})
-	plan(model.FaultRedisSpike, m.RedisSpikes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultRedisSpike, For: dur(r, 500*time.Millisecond, 3*time.Second)}, true
-	})
-	plan(model.FaultRouteFlush, m.RouteFlushes, func(_ *rand.Rand, at time.Duration) (Fault, bool) {
-		return Fault{At: at, Kind: model.FaultRouteFlush}, true
-	})
-	plan(model.FaultVanish, m.Vanishes, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		if len(users) == 0 {
-			return Fault{}, false
-		}
-		return Fault{At: at, Kind: model.FaultVanish, User: users[r.IntN(len(users))]}, true
-	})
-	plan(model.FaultSlow, m.SlowConsumers, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		if len(users) == 0 {
-			return Fault{}, false
-		}
-		return Fault{At: at, Kind: model.FaultSlow, User: users[r.IntN(len(users))], For: dur(r, time.Second, 5*time.Second)}, true
-	})
-	plan(model.FaultBlip, m.Blips, func(r *rand.Rand, at time.Duration) (Fault, bool) {
-		if nodes < 2 {
-			return Fault{}, false
-		}
-		a := r.IntN(nodes)
-		return Fault{At: at, Kind: model.FaultBlip, Node: a, Peer: (a + 1 + r.IntN(nodes-1)) % nodes, For: dur(r, blipMin, blipMax)}, true
-	})
-	// A crash is followed by its restart, a partition by its heal and a
-	// blip by its end.
 	for _, f := range fs {
-		switch f.Kind {
-		case model.FaultBlip:
-			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultBlip, Node: f.Node, Peer: f.Peer, End: true})
-		case model.FaultCrash:
-			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultRestart, Node: f.Node})
-		case model.FaultPartition:
-			fs = append(fs, Fault{At: f.At + f.For, Kind: model.FaultHeal, Node: f.Node, Peer: f.Peer, OneWay: f.OneWay})
+		if k, ok := plan.Lookup(f.Kind); ok {
+			if g, ok := k.Follow(f); ok {
+				fs = append(fs, g)
+			}
 		}
 	}
 	sort.SliceStable(fs, func(i, j int) bool { return fs[i].At < fs[j].At })
 	return fs
-}
-
-// A blip lasts blipMin to blipMax: shorter than the default give-up
-// budget (GiveUpBudget: 300 ms), so a stream writer that backs off as it
-// should rides it out, and longer than the first back-off (100 ms) often
-// enough that the second attempt meets it too.
-const (
-	blipMin = 20 * time.Millisecond
-	blipMax = 250 * time.Millisecond
-)
-
-// netFaults reports whether any per-relay network fault can be drawn.
-func (m FaultMix) netFaults() bool {
-	return m.DropRequest > 0 || m.DropResponse > 0 || m.Duplicate > 0 || m.Delay > 0
 }
 
 // decide reports whether a fault of probability p hits the op with key, on
@@ -328,7 +74,7 @@ type netDraws struct {
 
 func (c *Cluster) netDraws(key string) netDraws {
 	d := netDraws{c: c, key: key}
-	if c.faults.on && c.faults.mix.netFaults() {
+	if c.faults.on && c.faults.mix.NetFaults() {
 		d.k = c.faults.occurrence("net|" + key)
 	}
 	return d

@@ -66,9 +66,6 @@ func (f *faultState) redisDown(now time.Duration) bool {
 	return false
 }
 
-// redisSpikeLatency is what a latency spike adds to every Redis command.
-const redisSpikeLatency = 50 * time.Millisecond
-
 func (f *faultState) addSpike(from, to, extra time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -28,27 +28,6 @@ import (
 // change nothing (model.CheckForgedRejected); the call is recorded as a
 // forged event, which no checker of real calls counts.
 
-// Forgery is one forged call.
-type Forgery struct {
-	Call  string // one of ForgeCalls
-	Room  string // the room it names (connect: none)
-	As    string // the user the request names (a relay's recipient)
-	Token string // the credential's shape (a system.CredShape)
-	MsgID string // a send's client message id, a relay's message id
-	Node  int    // the node a relay call is made to, when the named user has no stream
-}
-
-func (f Forgery) String() string {
-	call := f.Call
-	if f.Room != "" {
-		call += " " + f.Room
-	}
-	if f.MsgID != "" {
-		call += " " + f.MsgID
-	}
-	return fmt.Sprintf("%s as %s token=%s", call, f.As, f.Token)
-}
-
 // forgeCall is one method a forgery may call.
 type forgeCall struct {
 	name   string
@@ -160,8 +139,8 @@ func withForgeries(plan, forged []Fault) []Fault {
 	return out
 }
 
-// action is the client action that makes the forged call.
-func (f Forgery) action(at time.Duration, by string) Action {
+// forgedAction is the client action that makes the forged call f.
+func forgedAction(f Forgery, at time.Duration, by string) Action {
 	fc, _ := forgeCallNamed(f.Call)
 	return Action{At: at, User: by, Kind: fc.action, Room: f.Room, MsgID: f.MsgID, As: f.As, Token: f.Token, Node: f.Node}
 }
@@ -277,7 +256,7 @@ func roomsOf(as []Action) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, a := range as {
-		if a.Room != "" && !seen[a.Room] && !a.Kind.bad() {
+		if a.Room != "" && !seen[a.Room] && !a.Kind.Bad() {
 			seen[a.Room] = true
 			out = append(out, a.Room)
 		}
@@ -289,8 +268,8 @@ func roomsOf(as []Action) []string {
 // node of the named user's stream if it has one (where a relay that got
 // through would reach it), else to f.Node.
 func (c *Cluster) Forge(f Forgery, by string) {
-	a := f.action(c.Now(), by)
-	if relayForgery(a.Kind) {
+	a := forgedAction(f, c.Now(), by)
+	if a.Kind.RelayForgery() {
 		a.Node = c.forgeNode(a)
 	}
 	c.doNow(a)

@@ -79,7 +79,7 @@ func TestNamesDrawn(t *testing.T) {
 			assert.Equal(t, a.Node, b.Node)
 		}
 		for _, a := range wideWl.Actions {
-			if !a.Kind.bad() {
+			if !a.Kind.Bad() {
 				assert.True(t, validNameMirror(a.User) && (a.Room == "" || validNameMirror(a.Room)) && (a.MsgID == "" || validNameMirror(a.MsgID)), "%s", a)
 			}
 		}

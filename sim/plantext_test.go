@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/plan"
 )
 
 // planOf is the plan a run of cfg draws (runInBubble's, without running):
@@ -63,12 +64,12 @@ func TestPlanTextRoundTrip(t *testing.T) {
 				line := roundTripFault(t, f)
 				heads[strings.Fields(line)[1]] = true
 				if f.Kind == model.FaultForge {
-					a := f.Forge.action(f.At, f.User) // the client's forged call
+					a := forgedAction(f.Forge, f.At, f.User) // the client's forged call
 					roundTripAction(t, a)
 					kinds[a.Kind] = true
 				}
 				if f.Kind == model.FaultSteal {
-					roundTripAction(t, f.Steal.action(f.At, f.User))
+					roundTripAction(t, f.Steal.Action(f.At, f.User))
 					kinds[ActSteal] = true
 				}
 				n++
@@ -79,13 +80,13 @@ func TestPlanTextRoundTrip(t *testing.T) {
 		}
 	}
 	t.Logf("%d actions and faults round-tripped", n)
-	for _, k := range actionKindNames() {
-		if k == string(ActDisconnect) || k == string(ActVanish) || k == string(ActSlow) {
+	for _, k := range plan.ActionKinds() {
+		if k == ActDisconnect || k == ActVanish || k == ActSlow {
 			continue // made by the fault injector (chaos.go), not planned
 		}
-		assert.True(t, kinds[ActionKind(k)], "no plan held a %s action", k)
+		assert.True(t, kinds[k], "no plan held a %s action", k)
 	}
-	for _, h := range faultKinds {
+	for _, h := range plan.FaultHeads() {
 		assert.True(t, heads[h], "no plan held a %q fault", h)
 	}
 }
@@ -348,5 +349,5 @@ func TestPlanTextCoversEveryField(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, m, got, FormatMix(m))
 	})
-	assert.Equal(t, reflect.TypeOf(m).NumField(), len(mixFields))
+	assert.Equal(t, reflect.TypeOf(m).NumField(), len(plan.MixKnobs()))
 }

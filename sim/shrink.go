@@ -171,8 +171,7 @@ func explicit(cfg Config, r *Result) Config {
 	// The mix's counts only size the plan Faults now replaces: only its
 	// per-operation rates are kept, so that the banner's fault line says
 	// what the shrunk run injects.
-	mix := FaultMix{DropRequest: r.Mix.DropRequest, DropResponse: r.Mix.DropResponse, Duplicate: r.Mix.Duplicate,
-		Delay: r.Mix.Delay, RedisError: r.Mix.RedisError, RecvBreak: r.Mix.RecvBreak}
+	mix := r.Mix.Rates()
 	cfg.Mix = &mix
 	if cfg.ChannelsPerPeer == 0 {
 		cfg.ChannelsPerPeer = r.Channels

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/relaysim/relaysim/model"
+	"github.com/relaysim/relaysim/sim/plan"
 )
 
 // users drops whole users: their actions and the faults naming them.
@@ -116,15 +117,7 @@ func (s *shrinker) faultLengths(stage string) {
 
 // mix turns each per-operation fault rate off in turn.
 func (s *shrinker) mix(stage string) {
-	rates := []func(*FaultMix) *float64{
-		func(m *FaultMix) *float64 { return &m.DropRequest },
-		func(m *FaultMix) *float64 { return &m.DropResponse },
-		func(m *FaultMix) *float64 { return &m.Duplicate },
-		func(m *FaultMix) *float64 { return &m.Delay },
-		func(m *FaultMix) *float64 { return &m.RedisError },
-		func(m *FaultMix) *float64 { return &m.RecvBreak },
-	}
-	for _, rate := range rates {
+	for _, rate := range plan.OpRates() {
 		if s.cur.Mix == nil || *rate(s.cur.Mix) == 0 {
 			continue
 		}

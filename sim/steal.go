@@ -18,23 +18,6 @@ import (
 // the stealer (model.Event.Steal marks it), judged by every checker of
 // real sends: no-loss, exactly-once, content-integrity.
 
-// Steal is one steal: User's client sends Victim's MsgID to Room.
-type Steal struct {
-	Room, Victim, MsgID string
-	// Member says whether the workload planned the stealer to be a member
-	// of Room at the steal (the oracle judges by the acks, not by this).
-	Member bool
-	Node   int
-}
-
-func (s Steal) String() string {
-	m := "non-member"
-	if s.Member {
-		m = "member"
-	}
-	return fmt.Sprintf("%s %s of %s (%s)", s.Room, s.MsgID, s.Victim, m)
-}
-
 // stealPayload is the payload a steal sends: the stealer's own (its
 // digest of the stealer's name tells it from the victim's and from other
 // stealers'). Short, whatever the names: a payload over the answering
@@ -108,11 +91,6 @@ func plannedMember(actions []Action, user, room string, at time.Duration) bool {
 		}
 	}
 	return in
-}
-
-// action is the client action that makes the steal.
-func (s Steal) action(at time.Duration, by string) Action {
-	return Action{At: at, User: by, Kind: ActSteal, Room: s.Room, MsgID: s.MsgID, Node: s.Node}
 }
 
 // countSteal adds a steal's outcome to the run's coverage.

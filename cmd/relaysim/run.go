@@ -12,6 +12,7 @@ import (
 
 	"github.com/relaysim/relaysim/mutants"
 	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/sim/plan"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -75,16 +76,16 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.BoolVar(&c.Calm, "calm", false, "the mode-equivalence variant: membership still once traffic starts, no faults")
 	fs.BoolVar(&c.ChurnOnly, "churn-only", false, "the churn-only variant: the seed's own workload (joins, leaves, moves, disconnects under traffic) with no fault and no upgrade; timely delivery judged with no fault excuse")
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
-	fs.IntVar(&c.Bounds.Crashes, "max-crashes", c.Bounds.Crashes, "most node crashes per run")
-	fs.IntVar(&c.Bounds.Partitions, "max-partitions", c.Bounds.Partitions, "most partitions per run")
-	fs.IntVar(&c.Bounds.Forgeries, "max-forgeries", c.Bounds.Forgeries, "most calls with a forged credential (any Chat or Relay method) per run")
-	fs.IntVar(&c.Bounds.Steals, "max-steals", c.Bounds.Steals, "most sends with another user's client message id per run")
+	// Each timed fault kind's count bound is its registry budget's flag.
+	for _, k := range plan.Counted() {
+		kb := k.Budget()
+		fs.IntVar(kb.Bound(&c.Bounds), kb.Flag, *kb.Bound(&c.Bounds), kb.Usage)
+	}
 	fs.Float64Var(&c.Bounds.RecvBreaks, "max-recv-break", c.Bounds.RecvBreaks, "highest per-item probability that a relay stream breaks between an item's read and its delivery (stream mode)")
 	fs.DurationVar(&c.StreamLinger, "stream-linger", c.StreamLinger, "each node's stream linger, how long a link keeps a stream open for more items before closing it for the ack (0: the default, 500ms)")
 	fs.IntVar(&c.StreamBacklog, "stream-backlog", c.StreamBacklog, "each node's link backlog bound, queued plus unacknowledged stream items (0: a faulted seed draws it)")
 	fs.Float64Var(&c.Overlap, "overlap", c.Overlap, "probability that a crash or upgrade restarts the node with its new incarnation started before the old one has stopped")
 	fs.Float64Var(&c.Mixed, "mixed", c.Mixed, "share of seeds whose nodes differ in limits (MaxPayload, MaxRecipients) and protocol version, as during a config rollout")
-	fs.IntVar(&c.Bounds.Blips, "max-blips", c.Bounds.Blips, "most short cuts of one node-to-node link (shorter than a stream writer's give-up budget) per run")
 	return f
 }
 

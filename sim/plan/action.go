@@ -1,8 +1,8 @@
 // Actions: the data type of what a simulated user does (ActionKind,
 // Action) and its pure helpers — its trace text, payload and the user a
-// call names. The client that performs them is in client.go.
+// call names. The client that performs them is in sim/client.go.
 
-package sim
+package plan
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ const (
 	ActVanish     ActionKind = "vanish"     // stop reading without closing the stream
 	ActSend       ActionKind = "send"       // send MsgID to Room
 	ActSlow       ActionKind = "slow"       // read deliveries slowly for For
-	// Forged calls (forge.go), naming As with a forged credential of shape
+	// Forged calls (sim/forge.go), naming As with a forged credential of shape
 	// Token: send MsgID to Room, join or leave Room, create Room, open a
 	// delivery stream; relay MsgID of Room to As on Node as a node would,
 	// one at a time, in bulk or on a relay stream.
@@ -36,9 +36,9 @@ const (
 	ActForgeRelayBulk   ActionKind = "forge-relay-bulk"
 	ActForgeRelayStream ActionKind = "forge-relay-stream"
 	// ActSteal sends MsgID, another user's message id, to Room with the
-	// client's own credential and payload (steal.go).
+	// client's own credential and payload (sim/steal.go).
 	ActSteal ActionKind = "steal"
-	// Malformed-name calls (names.go): create or join Room, or send MsgID
+	// Malformed-name calls (sim/names.go): create or join Room, or send MsgID
 	// to Room, where Room is malformed; join Room as As, or connect as
 	// As, where As is malformed; or send a malformed MsgID to Room.
 	ActBadCreate  ActionKind = "bad-create"
@@ -49,8 +49,8 @@ const (
 	ActBadConnect ActionKind = "bad-connect"
 )
 
-// bad reports whether k is a malformed-name call.
-func (k ActionKind) bad() bool {
+// Bad reports whether k is a malformed-name call.
+func (k ActionKind) Bad() bool {
 	switch k {
 	case ActBadCreate, ActBadJoin, ActBadJoinAs, ActBadSend, ActBadSendID, ActBadConnect:
 		return true
@@ -73,8 +73,8 @@ type Action struct {
 	As, Token string
 }
 
-// payload is a send's payload: "m:"+MsgID, padded with '.' to Size bytes.
-func (a Action) payload() []byte {
+// Payload is a send's payload: "m:"+MsgID, padded with '.' to Size bytes.
+func (a Action) Payload() []byte {
 	p := []byte("m:" + a.MsgID)
 	for len(p) < a.Size {
 		p = append(p, '.')
@@ -118,16 +118,16 @@ func (a Action) String() string {
 	return s
 }
 
-// named is the user a call's request names: a forged call's As (or a
+// Named is the user a call's request names: a forged call's As (or a
 // malformed-name call's, even empty), else the client's own user.
-func (a Action) named(user string) string {
+func (a Action) Named(user string) string {
 	if a.As != "" || a.Kind == ActBadJoinAs || a.Kind == ActBadConnect {
 		return a.As
 	}
 	return user
 }
 
-// relayForgery reports whether k is a forged call of a Relay method.
-func relayForgery(k ActionKind) bool {
+// RelayForgery reports whether k is a forged call of a Relay method.
+func (k ActionKind) RelayForgery() bool {
 	return k == ActForgeRelay || k == ActForgeRelayBulk || k == ActForgeRelayStream
 }

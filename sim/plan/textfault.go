@@ -1,8 +1,8 @@
-// The text form of a timed fault (plantext.go describes the line):
+// The text form of a timed fault (text.go describes the line):
 // FormatFault and ParseFault, a fault line's head and its reader, and
 // the keys each kind of fault line may carry.
 
-package sim
+package plan
 
 import (
 	"fmt"
@@ -34,57 +34,24 @@ func FormatFault(f Fault) string {
 	return strings.Join(parts, " ")
 }
 
-// faultHead is f's head and the fields (keys of faultKeys) it says.
+// faultHead is f's head and the fields (keys of faultKeys) it says: its
+// kind's (Kind.Head).
 func faultHead(f Fault) (string, []string) {
-	n, p, u := formatNode(f.Node), formatNode(f.Peer), quoteName(f.User)
-	switch k := f.Kind; k {
-	case "crash", "pause":
-		return fmt.Sprintf("%s %s for %v", k, n, f.For), []string{"node", "for"}
-	case "restart":
-		return "restart " + n, []string{"node"}
-	case "upgrade":
-		return fmt.Sprintf("upgrade %s to v%d", n, f.Protocol), []string{"node", "protocol"}
-	case "partition":
-		switch {
-		case f.Peer == -1:
-			return fmt.Sprintf("isolate %s for %v", n, f.For), []string{"node", "peer", "for"}
-		case f.OneWay:
-			return fmt.Sprintf("cut %s->%s for %v", n, p, f.For), []string{"node", "peer", "one-way", "for"}
-		}
-		return fmt.Sprintf("partition %s<->%s for %v", n, p, f.For), []string{"node", "peer", "for"}
-	case "heal":
-		switch {
-		case f.Peer == -1:
-			return "heal isolated " + n, []string{"node", "peer"}
-		case f.OneWay:
-			return fmt.Sprintf("heal %s->%s", n, p), []string{"node", "peer", "one-way"}
-		}
-		return fmt.Sprintf("heal %s<->%s", n, p), []string{"node", "peer"}
-	case "blip":
-		if f.End {
-			return fmt.Sprintf("blip %s<->%s over", n, p), []string{"node", "peer", "end"}
-		}
-		return fmt.Sprintf("blip %s<->%s for %v", n, p, f.For), []string{"node", "peer", "for"}
-	case "redis-outage", "redis-spike":
-		return fmt.Sprintf("%s for %v", k, f.For), []string{"for"}
-	case "route-flush":
-		return "route-flush", nil
-	case "vanish":
-		return "vanish " + u, []string{"user"}
-	case "slow":
-		return fmt.Sprintf("slow %s for %v", u, f.For), []string{"user", "for"}
-	case "forge":
-		return fmt.Sprintf("forge %s %s", u, quoteName(f.Forge.Call)), []string{"user", "call"}
-	case "steal":
-		return fmt.Sprintf("steal %s %s %s of %s", u, quoteName(f.Steal.Room), quoteName(f.Steal.MsgID), quoteName(f.Steal.Victim)),
-			[]string{"user", "room", "msg", "victim"}
+	if k, ok := Lookup(f.Kind); ok {
+		return k.Head(f)
 	}
 	return quoteName(string(f.Kind)), nil
 }
 
-// faultKinds are the kinds a fault line may name.
-var faultKinds = []string{"crash", "pause", "restart", "upgrade", "partition", "isolate", "cut", "heal", "blip",
-	"redis-outage", "redis-spike", "route-flush", "vanish", "slow", "forge", "steal"}
+// FaultHeads are the words a fault line may start with (after its
+// time): the registered kinds' heads.
+func FaultHeads() []string {
+	var out []string
+	for _, k := range Registry {
+		out = append(out, k.Heads()...)
+	}
+	return out
+}
 
 // ParseFault reads FormatFault's line.
 func ParseFault(line string) (Fault, error) {
@@ -201,88 +168,19 @@ func (h *headReader) name(what string) string {
 	return s
 }
 
-// fault reads the head after its first word into f and returns the
-// fields it said.
+// fault reads the head after its first word into f (its kind's
+// ReadHead) and returns the fields it said.
 func (h *headReader) fault(f *Fault, word string) []string {
-	switch word {
-	case "crash", "pause":
-		f.Kind = model.FaultKind(word)
-		f.Node = h.node("node")
-		f.For = h.dur()
-	case "restart":
-		f.Kind, f.Node = "restart", h.node("node")
-	case "upgrade":
-		f.Kind, f.Node = "upgrade", h.node("node")
-		h.word("to")
-		if t := h.next("version vN"); h.err == nil {
-			if !strings.HasPrefix(t, "v") {
-				h.err = fmt.Errorf("version %q: want vN", t)
-			} else if f.Protocol, h.err = parseCount(t[1:]); h.err != nil {
-				h.err = fmt.Errorf("version %q: want vN", t)
-			}
-		}
-	case "isolate":
-		f.Kind, f.Node, f.Peer = "partition", h.node("node"), -1
-		f.For = h.dur()
-	case "cut":
-		f.Kind, f.OneWay = "partition", true
-		f.Node, f.Peer = h.pair("->")
-		f.For = h.dur()
-	case "partition":
-		f.Kind = "partition"
-		f.Node, f.Peer = h.pair("<->")
-		f.For = h.dur()
-	case "heal":
-		f.Kind = "heal"
-		h.healHead(f)
-	case "blip":
-		f.Kind = "blip"
-		f.Node, f.Peer = h.pair("<->")
-		if len(h.toks) > 0 && h.toks[0] == "over" {
-			h.toks, f.End = h.toks[1:], true
-		} else {
-			f.For = h.dur()
-		}
-	case "redis-outage", "redis-spike":
-		f.Kind = model.FaultKind(word)
-		f.For = h.dur()
-	case "route-flush":
-		f.Kind = "route-flush"
-	case "vanish":
-		f.Kind, f.User = "vanish", h.name("user")
-	case "slow":
-		f.Kind, f.User = "slow", h.name("user")
-		f.For = h.dur()
-	case "forge":
-		f.Kind, f.User = "forge", h.name("user")
-		f.Forge.Call = h.name("forged call")
-	case "steal":
-		f.Kind, f.User = "steal", h.name("user")
-		f.Steal.Room, f.Steal.MsgID = h.name("room"), h.name("message id")
-		h.word("of")
-		f.Steal.Victim = h.name("victim")
-	default:
+	k, ok := byHead(word)
+	if !ok {
 		if h.err == nil {
-			h.err = fmt.Errorf("unknown fault kind %q (kinds: %s)", word, strings.Join(faultKinds, ", "))
+			h.err = fmt.Errorf("unknown fault kind %q (kinds: %s)", word, strings.Join(FaultHeads(), ", "))
 		}
+		return nil
 	}
+	k.ReadHead(h, word, f)
 	_, covered := faultHead(*f)
 	return covered
-}
-
-// healHead reads "isolated nA", "nA->nB" or "nA<->nB".
-func (h *headReader) healHead(f *Fault) {
-	if len(h.toks) > 0 && h.toks[0] == "isolated" {
-		h.toks = h.toks[1:]
-		f.Node, f.Peer = h.node("node"), -1
-		return
-	}
-	if len(h.toks) > 0 && strings.Contains(h.toks[0], "<->") {
-		f.Node, f.Peer = h.pair("<->")
-		return
-	}
-	f.OneWay = true
-	f.Node, f.Peer = h.pair("->")
 }
 
 // faultFieldOrder is the order keys are written in: the fault's own
@@ -292,9 +190,9 @@ func faultFieldOrder(kind model.FaultKind) []string {
 	out := []string{"node", "peer", "one-way", "for", "user", "protocol", "overlap", "lag", "end"}
 	fp, sp := "forge.", "steal."
 	switch kind {
-	case "forge":
+	case model.FaultForge:
 		fp = ""
-	case "steal":
+	case model.FaultSteal:
 		sp = ""
 	}
 	for _, k := range []string{"call", "room", "msg", "as", "token", "to"} {
@@ -310,9 +208,9 @@ func faultFieldOrder(kind model.FaultKind) []string {
 func faultKeys(kind model.FaultKind) map[string]field[Fault] {
 	fp, sp := "forge.", "steal."
 	switch kind {
-	case "forge":
+	case model.FaultForge:
 		fp = ""
-	case "steal":
+	case model.FaultSteal:
 		sp = ""
 	}
 	return map[string]field[Fault]{

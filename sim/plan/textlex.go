@@ -1,8 +1,8 @@
 // The plan text's vocabulary, shared by action, fault and mix lines
-// (plantext.go): the typed field codecs (how one field is written, read
+// (text.go): the typed field codecs (how one field is written, read
 // and found zero), tokens, names, nodes, times and counts.
 
-package sim
+package plan
 
 import (
 	"fmt"

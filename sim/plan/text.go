@@ -1,13 +1,14 @@
-package sim
+package plan
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// plantext*.go are the text form of a run's plan: its actions, its timed
+// text*.go are the text form of a run's plan: its actions, its timed
 // faults and its fault mix, one line each, that parse back to the same
 // value (pebble's metamorphic ops), so that a run made explicit (a shrunk
 // one, a story) can be written down, read and replayed. The String
@@ -20,15 +21,15 @@ import (
 // plain (letters, digits, _ . : / @ + -) and Go-quoted otherwise; the
 // malformed-name calls always quote theirs.
 //
-// This file holds the action and mix lines; plantextfault.go the fault
-// lines, plantextlex.go the vocabulary they share (field codecs, tokens,
+// This file holds the action and mix lines; textfault.go the fault
+// lines, textlex.go the vocabulary they share (field codecs, tokens,
 // names, nodes, durations).
 
 // FormatAction writes a as one line: time, user, kind, the kind's
 // positional fields, then the other non-zero fields as key=value.
 func FormatAction(a Action) string {
 	q := quoteName
-	if a.Kind.bad() {
+	if a.Kind.Bad() {
 		q = strconv.Quote
 	}
 	parts := []string{a.At.String(), quoteName(a.User), quoteName(string(a.Kind))}
@@ -105,10 +106,15 @@ var actionPositions = map[ActionKind][]string{
 	ActBadSend: {"room", "msg"}, ActBadSendID: {"room", "msg"}, ActBadConnect: {"node"},
 }
 
-func actionKindNames() []string {
-	all := []ActionKind{ActCreate, ActJoin, ActLeave, ActConnect, ActDisconnect, ActVanish, ActSend, ActSlow,
+// ActionKinds are every action kind, in the order an error lists them.
+func ActionKinds() []ActionKind {
+	return []ActionKind{ActCreate, ActJoin, ActLeave, ActConnect, ActDisconnect, ActVanish, ActSend, ActSlow,
 		ActForgeSend, ActForgeJoin, ActForgeLeave, ActForgeCreate, ActForgeConnect, ActForgeRelay, ActForgeRelayBulk, ActForgeRelayStream,
 		ActSteal, ActBadCreate, ActBadJoin, ActBadJoinAs, ActBadSend, ActBadSendID, ActBadConnect}
+}
+
+func actionKindNames() []string {
+	all := ActionKinds()
 	out := make([]string, len(all))
 	for i, k := range all {
 		out[i] = string(k)
@@ -128,30 +134,60 @@ var actionFields = map[string]field[Action]{
 	"token": strField(func(a *Action) *string { return &a.Token }),
 }
 
-// mixFields are the mix's keys, in FaultMix.String's order: a
-// probability (0..1) or a count.
-var mixFields = []struct {
+// mixField is one knob of the mix: a probability (0..1) or a count, and
+// the bound the draw keeps it within.
+type mixField struct {
 	name string
 	p    func(*FaultMix) *float64
 	n    func(*FaultMix) *int
-}{
-	{name: drawDropRequest, p: func(m *FaultMix) *float64 { return &m.DropRequest }},
-	{name: drawDropResponse, p: func(m *FaultMix) *float64 { return &m.DropResponse }},
-	{name: drawDuplicate, p: func(m *FaultMix) *float64 { return &m.Duplicate }},
-	{name: drawDelay, p: func(m *FaultMix) *float64 { return &m.Delay }},
-	{name: "redis-err", p: func(m *FaultMix) *float64 { return &m.RedisError }},
-	{name: "crash", n: func(m *FaultMix) *int { return &m.Crashes }},
-	{name: "partition", n: func(m *FaultMix) *int { return &m.Partitions }},
-	{name: "pause", n: func(m *FaultMix) *int { return &m.Pauses }},
-	{name: "redis-outage", n: func(m *FaultMix) *int { return &m.RedisOutages }},
-	{name: "route-flush", n: func(m *FaultMix) *int { return &m.RouteFlushes }},
-	{name: "vanish", n: func(m *FaultMix) *int { return &m.Vanishes }},
-	{name: "slow-consumer", n: func(m *FaultMix) *int { return &m.SlowConsumers }},
-	{name: "redis-spike", n: func(m *FaultMix) *int { return &m.RedisSpikes }},
-	{name: "forge", n: func(m *FaultMix) *int { return &m.Forgeries }},
-	{name: "steal", n: func(m *FaultMix) *int { return &m.Steals }},
-	{name: drawRecvBreak, p: func(m *FaultMix) *float64 { return &m.RecvBreak }},
-	{name: "blip", n: func(m *FaultMix) *int { return &m.Blips }},
+	max  func(*FaultBounds) *float64 // a probability's bound
+	maxN func(*FaultBounds) *int     // a count's bound
+	rank int
+}
+
+// opKnobs are the mix's per-operation knobs (probabilities, drawn where
+// the operation is gated); the counts are the registered kinds' budgets.
+var opKnobs = []mixField{
+	{name: DrawDropRequest, p: func(m *FaultMix) *float64 { return &m.DropRequest }, max: network, rank: 0},
+	{name: DrawDropResponse, p: func(m *FaultMix) *float64 { return &m.DropResponse }, max: network, rank: 1},
+	{name: DrawDuplicate, p: func(m *FaultMix) *float64 { return &m.Duplicate }, max: network, rank: 2},
+	{name: DrawDelay, p: func(m *FaultMix) *float64 { return &m.Delay }, max: network, rank: 3},
+	{name: "redis-err", p: func(m *FaultMix) *float64 { return &m.RedisError },
+		max: func(b *FaultBounds) *float64 { return &b.RedisErrors }, rank: 4},
+	{name: DrawRecvBreak, p: func(m *FaultMix) *float64 { return &m.RecvBreak },
+		max: func(b *FaultBounds) *float64 { return &b.RecvBreaks }, rank: 15},
+}
+
+func network(b *FaultBounds) *float64 { return &b.Network }
+
+// OpRates are the mix's per-operation rates, in the mix's order.
+func OpRates() []func(*FaultMix) *float64 {
+	out := make([]func(*FaultMix) *float64, len(opKnobs))
+	for i, f := range opKnobs {
+		out[i] = f.p
+	}
+	return out
+}
+
+// Rates is m with its per-operation rates only (every count zero).
+func (m FaultMix) Rates() FaultMix {
+	var r FaultMix
+	for _, p := range OpRates() {
+		*p(&r) = *p(&m)
+	}
+	return r
+}
+
+// mixFields are the mix's keys in their order (MixRank): the
+// per-operation knobs and the registered kinds' counts.
+func mixFields() []mixField {
+	out := append([]mixField(nil), opKnobs...)
+	for _, k := range Counted() {
+		b := k.Budget()
+		out = append(out, mixField{name: b.Knob, n: b.Mix, maxN: b.Bound, rank: b.MixRank})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].rank < out[j].rank })
+	return out
 }
 
 // FormatMix writes m as key=value tokens for its non-zero knobs ("none"
@@ -159,7 +195,7 @@ var mixFields = []struct {
 // back to the same float.
 func FormatMix(m FaultMix) string {
 	var parts []string
-	for _, f := range mixFields {
+	for _, f := range mixFields() {
 		switch {
 		case f.p != nil && *f.p(&m) != 0:
 			parts = append(parts, f.name+"="+strconv.FormatFloat(*f.p(&m), 'g', -1, 64))
@@ -171,6 +207,16 @@ func FormatMix(m FaultMix) string {
 		return "none"
 	}
 	return strings.Join(parts, " ")
+}
+
+// MixKnobs are the mix's keys, in FormatMix's order.
+func MixKnobs() []string {
+	fs := mixFields()
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.name
+	}
+	return names
 }
 
 // ParseMix reads FormatMix's text.
@@ -201,7 +247,7 @@ func ParseMix(s string) (FaultMix, error) {
 }
 
 func setMix(m *FaultMix, k, v string) error {
-	for _, f := range mixFields {
+	for _, f := range mixFields() {
 		if f.name != k {
 			continue
 		}
@@ -217,9 +263,5 @@ func setMix(m *FaultMix, k, v string) error {
 		*f.p(m) = p
 		return nil
 	}
-	names := make([]string, len(mixFields))
-	for i, f := range mixFields {
-		names[i] = f.name
-	}
-	return fmt.Errorf("unknown knob (knobs: %s)", strings.Join(names, ", "))
+	return fmt.Errorf("unknown knob (knobs: %s)", strings.Join(MixKnobs(), ", "))
 }
