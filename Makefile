@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: shrink-table all test test-mutant-builds docs-check test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
+.PHONY: shrink-table all test test-mutant-builds docs-check docs-pictures test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
 
 all: lint test
 
@@ -18,6 +18,12 @@ test:
 ## catalog mutant (skipped by default: each build is 20-90 s; CI runs them)
 test-mutant-builds:
 	$(GO) test -count=1 -timeout 30m -mutant-builds -run '$(MUTANT_BUILD_TESTS)' ./cmd/relaysim
+
+## docs-pictures: regenerate docs/*.png from the code that draws them and
+## record that code's hash in docs/pictures.txt (the report at full length:
+## about 30 minutes on a busy 2-core machine; the timeline needs chromium)
+docs-pictures:
+	$(GO) test -count=1 -timeout 90m -run TestDocPicturesAreFresh -docs.pictures .
 
 ## docs-check: run every command README.md and docs/*.md tell a user to
 ## paste (but the long ones) and check exit codes and shown outputs
