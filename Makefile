@@ -69,7 +69,7 @@ explore:
 	mkdir -p out
 	$(GO) test ./scenarios -count=1 -timeout 3h -run 'TestExploreBench' -v -explore.bench=$(CURDIR)/out/explore-bench.md -explore.cap=$(EXPLORE_CAP) -explore.bounds=1,2,3
 	$(GO) test ./scenarios -count=1 -timeout 1h -run 'TestExploreReducedMatchesNaive|TestExploreCommutes' -explore.long -explore.commute-pairs=40 -explore.commute-seed=$$(date +%s)
-	$(GO) test ./sim/dst -count=1 -run TestExploreSoundOnRandomPrograms -rapid.checks=2000
+	$(GO) test ./sim/dst -count=1 -run 'TestExplore(Bound)?SoundOnRandomPrograms' -rapid.checks=2000
 
 ## sweep: the issue's 400-run sweep
 sweep:
