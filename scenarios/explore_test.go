@@ -126,6 +126,7 @@ func TestExploreReducedMatchesNaive(t *testing.T) {
 		"send-races-join/1":      all,
 		"broken-stream-resend/0": all,
 		"user-moves/0":           all,
+		"send-races-leave/0":     all,
 		"two-senders/0":          func(m system.Mode) bool { return m == system.ModeBulk }, // 1,596 naive schedules in single
 	}
 	for _, story := range StoryNames() {
