@@ -1,6 +1,7 @@
 package dst
 
 import (
+	"flag"
 	"fmt"
 	"sort"
 	"strings"
@@ -37,6 +38,8 @@ func rd(obj string) toyStep    { return toyStep{obj: obj} }
 func spawn(thread int) toyStep { return toyStep{spawn: thread} }
 
 type toyProgram [][]toyStep
+
+var exploreGaps = flag.Bool("explore.gaps", false, "run TestExploreKnownGaps: programs the reduced search is known to get wrong")
 
 // crashStep, when >= 0, adds a step that crashes that thread: an ordinary
 // op (not a lazy one), which disables the thread's parked op.
@@ -289,6 +292,36 @@ func TestExploreBoundSpawnedInBlock(t *testing.T) {
 	naive, _ := searchToy(t, p, false, 1, nil)
 	reduced, _ := searchToy(t, p, true, 1, nil)
 	assert.Equal(t, keys(naive), keys(reduced))
+}
+
+// Known gaps, kept as programs (docs/model-checking.md, the limits): the
+// reduced search finds fewer outcomes than the naive one on each. Signals
+// under a bound: a waiter's op is caused by whichever of two independent
+// events came last, so chains change when they commute. A crash before a
+// thread's op parks (not yet spawned, or waiting) holds it unseen: no race
+// with it is found, bounded or not. Run with -explore.gaps to see them.
+func TestExploreKnownGaps(t *testing.T) {
+	if !*exploreGaps {
+		t.Skip("known gaps: -explore.gaps shows them")
+	}
+	sig := func(c int) toyStep { return toyStep{signal: c} }
+	waitRd := func(c int, obj string) toyStep { return toyStep{obj: obj, wait: c} }
+	waitWr := func(c int, obj string) toyStep { return toyStep{obj: obj, write: true, wait: c} }
+	for _, tc := range []struct {
+		p     toyProgram
+		bound int
+		crash int
+	}{
+		{toyProgram{{wr("z"), rd("y"), spawn(2)}, {wr("z"), sig(1), wr("x"), spawn(3)}, {wr("x"), waitRd(1, "x")}, {rd("x"), rd("y"), rd("x")}}, 1, -1},
+		{toyProgram{{spawn(2), waitWr(1, "z"), wr("x"), rd("y")}, {rd("x")}, {wr("y")}, {wr("y"), rd("y"), sig(1), rd("z")}}, 1, -1},
+		{toyProgram{{sig(1), rd("x")}, {waitRd(1, "x")}, {rd("x")}}, -1, 1},
+	} {
+		crashStep = tc.crash
+		naive, _ := searchToy(t, tc.p, false, tc.bound, nil)
+		reduced, _ := searchToy(t, tc.p, true, tc.bound, nil)
+		crashStep = -1
+		assert.Equal(t, keys(naive), keys(reduced), "program %s bound %d crash step %d", tc.p, tc.bound, tc.crash)
+	}
 }
 
 // Soundness on random small programs: the reduced search finds exactly
