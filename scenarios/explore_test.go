@@ -194,36 +194,53 @@ func TestExploreHorizonCrashEndsBeforeLiveness(t *testing.T) {
 }
 
 // exhausted=yes is read with the horizon: a schedule the explored window
-// closed on with work pending (here a relay request a delay holds past a
-// 0 s horizon) was run on, not explored, and the search says exhausted=no.
-// The story's own 3 s horizon leaves nothing pending.
+// closed on with work pending was run on, not explored, and the search
+// says exhausted=no. At -horizon 0s: a client's send to a node a crash
+// step took down is still retrying (a call in flight), and a relay
+// request a delay holds is still parked. At 3 s neither is pending.
 func TestExploreHorizonCutIsNotExhausted(t *testing.T) {
-	text, err := Story("send-races-join")
+	joinText, err := Story("send-races-join")
 	require.NoError(t, err)
-	text = regexp.MustCompile(`(?m)^explore bound=\S+`).ReplaceAllString(text, "explore bound=0 delays=1")
-	for _, tc := range []struct {
-		horizon string
-		cut     bool
-	}{{"0s", true}, {"3s", false}} {
-		t.Run(tc.horizon, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				o := DefaultExploreOptions()
-				var err error
-				o.Horizon, err = time.ParseDuration(tc.horizon)
-				require.NoError(t, err)
-				rs, err := ExploreText(t, "send-races-join", text, system.ModeBulk, o)
-				require.NoError(t, err)
-				require.Len(t, rs, 1)
-				r := rs[0]
-				assert.Equal(t, tc.cut, r.HorizonCut > 0, "cut by the horizon: %d", r.HorizonCut)
-				assert.Equal(t, !tc.cut, r.Exhausted)
-				out := r.String()
-				assert.Regexp(t, `(?m)^exhausted: (yes|no), violations: \d+$`, out)
-				if tc.cut {
-					assert.Contains(t, out, "cut by the horizon (0s) with work pending: ")
-					assert.Contains(t, out, "exhausted: no,")
-				}
+	joinText = regexp.MustCompile(`(?m)^explore bound=\S+`).ReplaceAllString(joinText, "explore bound=0 delays=1")
+	crashText := `cluster nodes=2
+----
+
+join user=u1 room=r1
+----
+
+run for=1s
+----
+
+explore bound=1
+crash node=n1
+send user=u1 room=r1 msg=hi node=n1
+----
+`
+	for _, story := range []struct{ name, text string }{{"crash-then-send", crashText}, {"send-races-join-delayed", joinText}} {
+		for _, tc := range []struct {
+			horizon string
+			cut     bool
+		}{{"0s", true}, {"3s", false}} {
+			t.Run(story.name+"/"+tc.horizon, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					o := DefaultExploreOptions()
+					var err error
+					o.Horizon, err = time.ParseDuration(tc.horizon)
+					require.NoError(t, err)
+					rs, err := ExploreText(t, story.name, story.text, system.ModeBulk, o)
+					require.NoError(t, err)
+					require.Len(t, rs, 1)
+					r := rs[0]
+					assert.Equal(t, tc.cut, r.HorizonCut > 0, "cut by the horizon: %d", r.HorizonCut)
+					assert.Equal(t, !tc.cut, r.Exhausted)
+					out := r.String()
+					assert.Regexp(t, `(?m)^exhausted: (yes|no), violations: \d+$`, out)
+					if tc.cut {
+						assert.Contains(t, out, "cut by the horizon (0s) with work pending: ")
+						assert.Contains(t, out, "exhausted: no,")
+					}
+				})
 			})
-		})
+		}
 	}
 }
