@@ -82,6 +82,10 @@ type ExploreReport struct {
 	Failing    int
 	// Faults counts the schedules that chose at least one fault.
 	Faults int
+	// HorizonCut counts the schedules the horizon cut with work pending
+	// (ops parked, calls in flight): what followed was not explored, so
+	// the search is not exhausted.
+	HorizonCut int
 }
 
 // ExploreViolation is one failing schedule.
@@ -232,7 +236,7 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}}
 	for {
-		out, vs, trace, faulted, h, err := exploreOnce(setup, steps, mode, o, ex)
+		out, vs, trace, faulted, cut, h, err := exploreOnce(setup, steps, mode, o, ex)
 		if err != nil {
 			return r, err
 		}
@@ -242,6 +246,9 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 		r.Terminal[out] = true
 		if faulted {
 			r.Faults++
+		}
+		if cut {
+			r.HorizonCut++
 		}
 		if len(vs) > 0 {
 			r.Failing++
@@ -256,7 +263,7 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 		more := ex.Next() // analyses the run: the counts below include it
 		r.Schedules, r.Blocked, r.MaxDepth, r.BoundHit, r.BudgetHit, r.DepthHit = ex.Schedules, ex.Blocked, ex.MaxDepth, ex.BoundHit, ex.BudgetHit, ex.DepthHit
 		if !more {
-			r.Exhausted = o.Replay == nil && r.DepthHit == 0
+			r.Exhausted = o.Replay == nil && r.DepthHit == 0 && r.HorizonCut == 0
 			return r, nil
 		}
 		if (o.Limit > 0 && r.Schedules >= o.Limit) || (o.Stop != nil && o.Stop(r)) {
@@ -265,8 +272,6 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	}
 }
 
-// exploreOnce runs one schedule and returns its terminal state and
-// violations.
 // wholeTrace runs a failing schedule again, alone, keeping its whole trace
 // (a replay keeps every line), and checks that it ran as the search's run
 // did (the same trace hash).
@@ -274,7 +279,7 @@ func wholeTrace(setup []*datadriven.TestData, steps []exploreStep, mode system.M
 	ex := dst.NewExplorer(o.Reduce, o.Bound, o.Budget)
 	ex.Replay = schedule
 	ex.DepthBudget = o.Depth
-	_, _, trace, _, _, err := exploreOnce(setup, steps, mode, o, ex)
+	_, _, trace, _, _, _, err := exploreOnce(setup, steps, mode, o, ex)
 	switch {
 	case err != nil:
 		return nil, fmt.Errorf("the failing schedule again, keeping its trace: %w", err)
@@ -286,34 +291,40 @@ func wholeTrace(setup []*datadriven.TestData, steps []exploreStep, mode system.M
 	return trace, nil
 }
 
-func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace *sim.Trace, faulted bool, h *model.History, err error) {
+// exploreOnce runs one schedule and returns its terminal state and
+// violations; cut reports work pending when the explored window closed (ops parked or
+// calls in flight: Cluster.HorizonPending): what followed was run, not
+// explored.
+func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace *sim.Trace, faulted, cut bool, h *model.History, err error) {
 	env := NewEnv(mode)
 	env.explorer = ex
 	defer env.Close()
 	for _, d := range setup {
 		if _, err := env.Handle(d); err != nil {
-			return "", nil, nil, false, nil, fmt.Errorf("setup under exploration: %s: %w", d.Pos, err)
+			return "", nil, nil, false, false, nil, fmt.Errorf("setup under exploration: %s: %w", d.Pos, err)
 		}
 	}
 	c := env.c
 	if c == nil {
-		return "", nil, nil, false, nil, errNoCluster
+		return "", nil, nil, false, false, nil, errNoCluster
 	}
 	c.FinalCountsOnly = true
 	c.ArmExplore()
 	for _, s := range steps {
 		if err := s.issue(env); err != nil {
-			return "", nil, nil, false, nil, err
+			return "", nil, nil, false, false, nil, err
 		}
 	}
 	c.Sched.RunFor(o.Horizon)
+	ops, calls := c.HorizonPending()
+	cut = ops+calls > 0
 	c.DisarmExplore()
 	if err := c.Drain(o.Drain, o.Drain); err != nil {
-		return "", nil, nil, false, nil, fmt.Errorf("liveness: %w", err)
+		return "", nil, nil, false, false, nil, fmt.Errorf("liveness: %w", err)
 	}
 	h, err = c.Snapshot()
 	if err != nil {
-		return "", nil, nil, false, nil, fmt.Errorf("read the room logs: %w", err)
+		return "", nil, nil, false, false, nil, fmt.Errorf("read the room logs: %w", err)
 	}
 	// In a story no fault happens unless chosen: with none chosen, timely
 	// delivery is judged with no fault excuse, churn or not.
@@ -321,7 +332,7 @@ func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.
 	h.FaultFree = !faulted && sim.OnlyRefusals(h.Faults)
 	vs = model.Check(h)
 	// The search keeps only the trace's tail (a replay keeps it all).
-	return terminalState(h, vs), vs, c.Trace, faulted, h, nil
+	return terminalState(h, vs), vs, c.Trace, faulted, cut, h, nil
 }
 
 // terminalState renders what a schedule ended with: each user's
@@ -385,6 +396,9 @@ func (r *ExploreReport) String() string {
 	fmt.Fprintf(&b, "cut by the bound: %d, by the budgets: %d, with a fault: %d\n", r.BoundHit, r.BudgetHit, r.Faults)
 	if r.DepthHit > 0 {
 		fmt.Fprintf(&b, "cut by the depth budget (%d choices): %d\n", o.Depth, r.DepthHit)
+	}
+	if r.HorizonCut > 0 {
+		fmt.Fprintf(&b, "cut by the horizon (%v) with work pending: %d\n", o.Horizon, r.HorizonCut)
 	}
 	fmt.Fprintf(&b, "exhausted: %s, violations: %d\n", map[bool]string{true: "yes", false: "no"}[r.Exhausted], r.Failing)
 	for _, v := range r.Violations {

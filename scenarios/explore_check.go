@@ -39,7 +39,7 @@ func CommuteCheck(setup []*datadriven.TestData, d *datadriven.TestData, mode sys
 		base := dst.NewExplorer(true, -1, o.Budget)
 		base.RandomPick = r.IntN
 		base.Replay = []string{}
-		if _, _, _, _, _, err := exploreOnce(setup, steps, mode, o, base); err != nil {
+		if _, _, _, _, _, _, err := exploreOnce(setup, steps, mode, o, base); err != nil {
 			return 0, err
 		}
 		levels := base.Levels()
@@ -66,7 +66,7 @@ func CommuteCheck(setup []*datadriven.TestData, d *datadriven.TestData, mode sys
 		ex := dst.NewExplorer(true, -1, o.Budget)
 		ex.LowestKey = true
 		ex.Replay = prefix
-		out, _, _, _, _, err := exploreOnce(setup, steps, mode, o, ex)
+		out, _, _, _, _, _, err := exploreOnce(setup, steps, mode, o, ex)
 		if err == nil && ex.Divergence != nil {
 			err = ex.Divergence
 		}

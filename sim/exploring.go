@@ -209,6 +209,21 @@ func (c *Cluster) ArmExplore() {
 	}
 }
 
+// HorizonPending is the story's work still pending when the explored
+// window closes: ops parked and not held (ready, or waiting for a delay
+// or a pause) and clients with a call in flight or actions queued.
+func (c *Cluster) HorizonPending() (ops, calls int) {
+	ops = c.Sched.Pending()
+	for _, cl := range c.userList() {
+		cl.mu.Lock()
+		if cl.pending != nil || len(cl.inbox) > 0 {
+			calls++
+		}
+		cl.mu.Unlock()
+	}
+	return ops, calls
+}
+
 // DisarmExplore ends the choices at the story's horizon. A crash the
 // explorer fires there runs to its end before DisarmExplore returns: the
 // liveness phase that follows restarts crashed nodes, and must not start

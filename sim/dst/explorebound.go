@@ -55,17 +55,43 @@ func (e *Explorer) addFree(evs []event, i, j int) {
 	}
 }
 
-// switchPoint is the level of the latest event at or before i that did
-// not continue the chain of the event before it.
+// switchPoint is the latest event at or before i that did not continue
+// the chain (BPOR's block start: the last context switch before i, where
+// starting another side costs no more than it did), or -1. An event
+// continues the chain when its op was the chain's continuation at its
+// level — not merely when its parent is the event before it: a sibling
+// (two ops parked by one event) has that parent too, and starting it was
+// a preemption, so its block begins there.
 func (e *Explorer) switchPoint(evs []event, i int) int {
 	for k := i; k >= 0; k-- {
 		ev := evs[k]
 		if ev.level < 0 {
 			continue
 		}
-		if k == 0 || ev.parent != k-1 {
-			return ev.level
+		if k == 0 || !e.tree[ev.level].chain[ev.key] {
+			return k
 		}
 	}
 	return -1
+}
+
+// addAtSwitch is BPOR's conservative point for the race (i, j): j's side
+// is started where i's block began, at no more cost than at i's level. If
+// neither j's op nor an ancestor was parked there yet (the block created
+// it: a spawn, a message), at the first level of the block where one is —
+// every level of a block has spent the same preemptions.
+func (e *Explorer) addAtSwitch(evs []event, i, j int) {
+	k := e.switchPoint(evs, i)
+	if k < 0 || k == i {
+		return
+	}
+	for m := k; m < i; m++ {
+		if evs[m].level < 0 {
+			continue
+		}
+		if c := e.startOf(evs, m, j); c != "" {
+			e.add(evs[m].level, c)
+			return
+		}
+	}
 }

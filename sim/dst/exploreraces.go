@@ -276,18 +276,24 @@ func (e *Explorer) reverse(evs []event, i, j int) {
 		}
 	}
 	for _, c := range cands {
-		ok := e.add(li, c)
-		if e.Bound >= 0 {
-			// BPOR: the reversal may need the switch made earlier, where
-			// the chain this event continued began (it costs no more
-			// there); add it at that switch point too.
-			if sw := e.switchPoint(evs, i); sw >= 0 && sw != li {
-				key, _ := splitChoice(c)
-				if _, parked := e.tree[sw].info(key); parked {
-					e.add(sw, c)
-				}
+		e.add(li, c)
+	}
+	if e.Bound < 0 {
+		return
+	}
+	// BPOR: the reversal may need the switch made earlier, where the chain
+	// this event continued began (it costs no more there); add it at that
+	// switch point too.
+	if c != "" {
+		e.addAtSwitch(evs, i, j)
+		return
+	}
+	if k := e.switchPoint(evs, i); k >= 0 && k != i {
+		sw := evs[k].level
+		for _, c := range cands {
+			if _, parked := e.tree[sw].info(c); parked {
+				e.add(sw, c)
 			}
 		}
-		_ = ok
 	}
 }

@@ -393,6 +393,20 @@ func (s *Scheduler) drive(done <-chan struct{}, end time.Duration) bool {
 	}
 }
 
+// Pending counts the ops parked and not held that are not lazy: work
+// the driver would still release (ready now or later: a delay, a pause).
+func (s *Scheduler) Pending() int {
+	s.lock <- struct{}{}
+	defer func() { <-s.lock }()
+	n := 0
+	for _, op := range s.sorted {
+		if !op.Lazy {
+			n++
+		}
+	}
+	return n
+}
+
 // ParkedPrefix counts parked ops of node of kind whose id starts with prefix.
 func (s *Scheduler) ParkedPrefix(node, kind, prefix string) int {
 	s.lock <- struct{}{}
