@@ -17,7 +17,7 @@ test:
 ## test-mutant-builds: the cmd/relaysim tests that build the runner with a
 ## catalog mutant (skipped by default: each build is 20-90 s; CI runs them)
 test-mutant-builds:
-	$(GO) test -count=1 -timeout 30m -mutant-builds -run '$(MUTANT_BUILD_TESTS)' ./cmd/relaysim
+	$(GO) test ./cmd/relaysim -count=1 -timeout 30m -mutant-builds=true -run '$(MUTANT_BUILD_TESTS)'
 
 ## docs-pictures: regenerate docs/*.png from the code that draws them and
 ## record that code's hash in docs/pictures.txt (the report at full length:
