@@ -23,12 +23,12 @@ test-mutant-builds:
 ## record that code's hash in docs/pictures.txt (the report at full length:
 ## about 30 minutes on a busy 2-core machine; the timeline needs chromium)
 docs-pictures:
-	$(GO) test -count=1 -timeout 90m -run TestDocPicturesAreFresh -docs.pictures .
+	$(GO) test -count=1 -timeout 90m -run TestDocPicturesAreFresh -docs.pictures=true .
 
 ## docs-check: run every command README.md and docs/*.md tell a user to
 ## paste (but the long ones) and check exit codes and shown outputs
 docs-check:
-	$(GO) test -count=1 -timeout 30m -run 'TestDocCommands|TestReadmeMainJob' -docs.run .
+	$(GO) test -count=1 -timeout 30m -run 'TestDocCommands|TestReadmeMainJob' -docs.run=true .
 
 MUTANT_BUILD_TESTS = TestExploreBannerUnderAMutant|TestLeftoverGoroutinesKeepTheRunsFiles|TestMutantFlagRunsTheMutant|TestReplayStoryUnderAMutant|TestShrinkACatalogMutant|TestShrinkEquivWritesATwoModeStory|TestShrinkIsolatedGoroutineLeak
 
