@@ -44,11 +44,11 @@ const (
 	testPrefix   = "test:"
 )
 
-// pseudo are the failures a test suite shows without a violation line,
-// with the text that proves them: a determinism failure is a trace that
-// replayed differently.
-var pseudo = map[string]string{
-	"determinism": "replayed differently",
+// pseudo are the properties a test suite reports that are not the
+// model's: "determinism", a seed that replayed differently
+// (sim/determinism_test.go reports it with proc.AddViolation).
+var pseudo = map[string]bool{
+	"determinism": true,
 }
 
 // Catalog loads and validates every embedded mutant, sorted by name.

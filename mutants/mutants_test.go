@@ -107,29 +107,33 @@ func TestMutateNeedsExactlyOneMatch(t *testing.T) {
 	}
 }
 
-// The verdict on canned outputs: caught only when the named property
-// fails; everything else is reported as what it is.
-func TestJudge(t *testing.T) {
-	banner := "violated: exactly-once: user u1 room r1 seq 3: delivered 2 times\ntrace-hash: ab\n"
+// A go test suite (test:, rapid) is judged like a relaysim run: by its
+// exit code and the result its tests wrote (proc.AddViolation). Its
+// output, even a "violated:" line, decides nothing.
+func TestJudgeGoTest(t *testing.T) {
+	res := func(props ...string) *Summary {
+		s := &Summary{Summary: "violation", Exit: 1, Command: "test", Violations: props}
+		for _, p := range props {
+			s.Evidence = append(s.Evidence, "violated: "+p+": room r1 seq 3: x")
+		}
+		return s
+	}
+	rapidLog := "    properties_test.go:9: \n        violated: no-loss: room r1: lost\n--- FAIL"
 	cases := []struct {
 		name, prop string
 		o          Outcome
 		want       string
 	}{
-		{"caught", "exactly-once", Outcome{Output: banner, Failed: true}, "caught"},
-		{"caught in a rapid log", "no-loss", Outcome{Output: "    properties_test.go:9: \n        violated: no-loss: room r1: lost\n--- FAIL", Failed: true}, "caught"},
-		{"other property", "no-loss", Outcome{Output: banner, Failed: true}, "other:exactly-once"},
-		{"survived", "no-loss", Outcome{Output: "result: ok\ntrace-hash: ab\n"}, "survived"},
+		{"caught", "no-loss", Outcome{Output: rapidLog, Failed: true, Exit: 1, Summary: res("no-loss")}, "caught"},
+		{"caught, second property", "exactly-once", Outcome{Failed: true, Exit: 1, Summary: res("no-loss", "exactly-once")}, "caught"},
+		{"other property", "no-loss", Outcome{Failed: true, Exit: 1, Summary: res("exactly-once")}, "other:exactly-once"},
+		{"a violated line without a result", "no-loss", Outcome{Output: rapidLog, Failed: true, Exit: 1}, "crash"},
 		{"build error", "no-loss", Outcome{Output: "system/a.go:3:1: syntax error", Failed: true, BuildError: true}, "build-error"},
-		{"panic", "no-loss", Outcome{Output: "panic: runtime error: index out of range\ngoroutine 1", Failed: true}, "crash"},
-		{"bubble deadlock", "no-loss", Outcome{Output: "bubble: deadlock: main bubble goroutine has exited", Failed: true}, "crash"},
-		{"run crashed", "no-loss", Outcome{Output: "FAIL seed=0x1 mode=bulk trace-hash=none (the run crashed)", Failed: true}, "crash"},
-		{"timeout", "no-loss", Outcome{Output: banner, Failed: true, TimedOut: true}, "other:exactly-once"},
-		{"hang", "no-loss", Outcome{Output: "", Failed: true, TimedOut: true}, "crash"},
-		{"passing run: the exit status decides", "exactly-once", Outcome{Output: banner}, "survived"},
-		{"unnamed failure", "no-loss", Outcome{Output: "--- FAIL: TestX\n    x_test.go:3: boom", Failed: true}, "other:unnamed"},
-		{"determinism", "determinism", Outcome{Output: "seed 0x1 mode bulk replayed differently (traces in /tmp)", Failed: true}, "caught"},
-		{"determinism test failing otherwise", "determinism", Outcome{Output: banner, Failed: true}, "other:exactly-once"},
+		{"panic", "no-loss", Outcome{Output: "panic: runtime error: index out of range\ngoroutine 1", Failed: true, Exit: 2}, "crash"},
+		{"hang", "no-loss", Outcome{Failed: true, Exit: -1, TimedOut: true, Summary: res("no-loss")}, "crash"},
+		{"a test failing outside every check", "no-loss", Outcome{Output: "--- FAIL: TestX\n    x_test.go:3: boom", Failed: true, Exit: 1}, "crash"},
+		{"determinism", "determinism", Outcome{Output: "replayed differently", Failed: true, Exit: 1, Summary: res("determinism")}, "caught"},
+		{"determinism test failing otherwise", "determinism", Outcome{Failed: true, Exit: 1, Summary: res("exactly-once")}, "other:exactly-once"},
 	}
 	for _, c := range cases {
 		if got := Judge(c.prop, c.o).String(); got != c.want {
@@ -296,7 +300,6 @@ func TestExploreSuite(t *testing.T) {
 // summary line in its output (none when there is none), as the child
 // would have written it to its result file.
 func withResult(o Outcome) Outcome {
-	o.Structured = true
 	if s, ok := ParseSummary(o.Output); ok {
 		o.Summary = &s
 	}
@@ -308,7 +311,7 @@ func withResult(o Outcome) Outcome {
 // the result's.
 func TestJudgeRunReadsTheResult(t *testing.T) {
 	line := `{"summary":"violation","exit":1,"violations":["no-loss"],"trace_hash":"ab"}` + "\n"
-	o := Outcome{Output: "violated: no-loss: printed\n" + line, Failed: true, Exit: 1, Structured: true}
+	o := Outcome{Output: "violated: no-loss: printed\n" + line, Failed: true, Exit: 1}
 	if got := Judge("no-loss", o); got.Kind != Crash {
 		t.Errorf("no result: got %s (%s), want crash", got, got.Evidence)
 	}
@@ -331,11 +334,11 @@ func TestJudgeExplore(t *testing.T) {
 		o    Outcome
 		want string
 	}{
-		{"caught", Outcome{Output: line("violation", 1, "no-loss"), Failed: true, Exit: 1, Structured: true}, Caught},
-		{"other", Outcome{Output: line("violation", 1, "exactly-once"), Failed: true, Exit: 1, Structured: true}, "other:exactly-once"},
-		{"exhausted", Outcome{Output: line("ok", 0), Structured: true}, Survived},
-		{"harness", Outcome{Output: line("harness-error", 3), Failed: true, Exit: 3, Structured: true}, Crash},
-		{"usage", Outcome{Output: "relaysim explore: no flag -x\n", Failed: true, Exit: 2, Structured: true}, Crash},
+		{"caught", Outcome{Output: line("violation", 1, "no-loss"), Failed: true, Exit: 1}, Caught},
+		{"other", Outcome{Output: line("violation", 1, "exactly-once"), Failed: true, Exit: 1}, "other:exactly-once"},
+		{"exhausted", Outcome{Output: line("ok", 0)}, Survived},
+		{"harness", Outcome{Output: line("harness-error", 3), Failed: true, Exit: 3}, Crash},
+		{"usage", Outcome{Output: "relaysim explore: no flag -x\n", Failed: true, Exit: 2}, Crash},
 	}
 	for _, c := range cases {
 		if got := Judge("no-loss", withResult(c.o)); got.String() != c.want {

@@ -223,7 +223,6 @@ func (r *run) survived() {
 func (r *run) goTest(ctx context.Context, flags []string) bool {
 	args := append([]string{"-test.count=1", "-test.timeout=0"}, binaryFlags(flags)...)
 	oc, cut := r.attempt(ctx, filepath.Join(r.o.Root, r.pkg), r.bin, args...)
-	oc.Structured, oc.Summary = false, nil // go test's output, not relaysim's
 	if cut || ctx.Err() != nil {
 		r.survived()
 		return true
@@ -258,9 +257,9 @@ func binaryFlags(flags []string) []string {
 }
 
 // attempt runs one command in dir under the run time limit, as a child
-// of internal/proc: its output is kept (for evidence, and for the go test
-// suites that are judged by it), its typed result read into the
-// outcome's Summary (a relaysim run: Structured). cut reports that the
+// of internal/proc: its output is kept (to quote as evidence), its typed
+// result read into the outcome's Summary (a relaysim run's summary, or a
+// go test binary's proc.TestResult). cut reports that the
 // budget, not the run, set the limit that ended it: the mutant survived
 // rather than hung.
 func (r *run) attempt(ctx context.Context, dir, name string, args ...string) (oc Outcome, cut bool) {
@@ -283,7 +282,7 @@ func (r *run) attempt(ctx context.Context, dir, name string, args ...string) (oc
 	if o.TimedOut && budgetBound {
 		return Outcome{}, true
 	}
-	oc = Outcome{Output: out.String(), Failed: o.Exit != 0, Exit: o.Exit, TimedOut: o.TimedOut, Structured: true}
+	oc = Outcome{Output: out.String(), Failed: o.Exit != 0, Exit: o.Exit, TimedOut: o.TimedOut}
 	var s Summary
 	if o.Decode(&s) == nil {
 		oc.Summary = &s

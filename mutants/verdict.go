@@ -2,7 +2,6 @@ package mutants
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -18,19 +17,19 @@ const (
 	Invalid    = "invalid"     // the mutant cannot be applied to this tree
 )
 
-// Outcome is what one run of a suite produced.
+// Outcome is what one run of a suite produced: its exit code and the
+// typed result it wrote to the file its parent named (internal/proc).
+// Every suite writes one: relaysim's run, replay, equiv and explore their
+// summary, a go test binary (the test and rapid suites) the properties
+// its tests saw violated (proc.AddViolation). Output is kept to quote,
+// never judged.
 type Outcome struct {
 	Output     string
 	Failed     bool // the command exited non-zero
 	Exit       int  // its exit code (-1 when killed)
 	TimedOut   bool // killed at its time limit
 	BuildError bool
-	// Structured: the command is relaysim's run, replay, equiv or explore,
-	// which says its verdict in its exit code and its typed result
-	// (Summary, from the result file it wrote; nil when it wrote none);
-	// the other suites (go test) are judged by their text.
-	Structured bool
-	Summary    *Summary
+	Summary    *Summary // the typed result; nil when it wrote none
 }
 
 // Exit codes of relaysim (cmd/relaysim/summary.go).
@@ -53,68 +52,29 @@ func (v Verdict) String() string {
 	return v.Kind
 }
 
-var violatedRe = regexp.MustCompile(`violated: ([a-z][a-z-]*[a-z]):`)
-
-// Violated lists the properties named in "violated: <property>:" lines,
-// in order of first appearance.
-func Violated(out string) []string {
-	var props []string
-	for _, m := range violatedRe.FindAllStringSubmatch(out, -1) {
-		if !slices.Contains(props, m[1]) {
-			props = append(props, m[1])
-		}
-	}
-	return props
-}
-
-// crashSigns are the marks of a run that did not finish normally.
+// crashSigns are the marks of a run that did not finish normally: quoted
+// as the evidence of a run that wrote no result, never a verdict.
 var crashSigns = []string{
 	"panic: ", "fatal error: ", "the run crashed", "deadlock", "bubble: ",
 	"test timed out", "[setup failed]",
 }
 
-// Judge decides what an outcome says about a mutant that names property.
-// The named property is caught only when the suite failed and printed it;
-// a failure of other properties, a crash or a timeout is reported as such.
+// Judge decides what an outcome says about a mutant that names property,
+// from its exit code and its typed result: caught only when it exited 1
+// naming property. A failure of other properties, a crash, a hang or a
+// failure with no result (a go test that failed outside every property
+// check) is reported as such.
 func Judge(property string, o Outcome) Verdict {
 	if o.BuildError {
 		return Verdict{Kind: BuildError, Evidence: firstLine(o.Output, "")}
 	}
-	if o.Structured {
-		return judgeRun(property, o)
-	}
-	props := Violated(o.Output)
-	if o.Failed && !o.TimedOut {
-		if slices.Contains(props, property) {
-			return Verdict{Kind: Caught, Evidence: firstLine(o.Output, "violated: "+property+":")}
-		}
-		if ev, ok := pseudo[property]; ok && strings.Contains(o.Output, ev) {
-			return Verdict{Kind: Caught, Evidence: firstLine(o.Output, ev)}
-		}
-	}
-	if len(props) > 0 && o.Failed {
-		return Verdict{Kind: Other, Props: props, Evidence: firstLine(o.Output, "violated: ")}
-	}
-	if o.TimedOut {
-		return Verdict{Kind: Crash, Evidence: "timed out"}
-	}
-	if !o.Failed {
-		return Verdict{Kind: Survived}
-	}
-	for _, sign := range crashSigns {
-		if strings.Contains(o.Output, sign) {
-			return Verdict{Kind: Crash, Evidence: firstLine(o.Output, sign)}
-		}
-	}
-	// A failure that names no property and shows no crash: still not
-	// caught, and worth a look.
-	return Verdict{Kind: Other, Props: []string{"unnamed"}, Evidence: firstLine(o.Output, "FAIL")}
+	return judgeRun(property, o)
 }
 
-// judgeRun judges a relaysim run by its exit code (the class) and its
-// typed result (the properties, their evidence lines): caught when it
-// exited 1 naming property. Its printed text decides nothing; for a run
-// without a result (it died) it is only quoted.
+// judgeRun judges a run by its exit code (the class) and its typed
+// result (the properties, their evidence lines): caught when it exited 1
+// naming property. Its printed text decides nothing; for a run without a
+// result (it died) it is only quoted.
 func judgeRun(property string, o Outcome) Verdict {
 	if o.TimedOut {
 		return Verdict{Kind: Crash, Evidence: "hung: killed at the run's time limit"}

@@ -470,6 +470,7 @@ func (m *machine) finish(rt *rapid.T) {
 }
 
 func (m *machine) banner(when string, vs []model.Violation) string {
+	recordViolations(vs)
 	if *traceFlag != "" {
 		_ = os.WriteFile(*traceFlag, []byte(m.c.Trace.Text()), 0o644)
 	}

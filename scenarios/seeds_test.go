@@ -74,6 +74,7 @@ func runChurnOnly(t *testing.T, seed sim.Seed) {
 	cfg.Seed = seed
 	res := sim.Run(t, cfg)
 	if res.Failed() {
+		recordViolations(res.Violations)
 		replay := fmt.Sprintf("go tool%s relaysim replay -seed %s -mode %s -churn-only -trace trace.txt", overlayArg(), seed, mode)
 		t.Fatalf("churn-only variant %s: %s\n%s", mode, model.Summarize(res.Violations), sim.Banner(sim.WholeTrace(t, res), replay, commit()))
 	}
@@ -89,10 +90,12 @@ func runEquivalence(t *testing.T, seed sim.Seed) {
 	for _, r := range runs {
 		replays = append(replays, fmt.Sprintf("go tool%s relaysim replay -seed %s -mode %s -calm -trace trace.txt", overlayArg(), seed, r.Config.Mode))
 		if r.Failed() {
+			recordViolations(r.Violations)
 			t.Errorf("calm variant %s: %s\n%s", r.Config.Mode, model.Summarize(r.Violations), sim.Banner(r, replays[len(replays)-1], "this commit"))
 		}
 	}
 	if len(vs) > 0 {
+		recordViolations(vs)
 		var b strings.Builder
 		for i, v := range vs {
 			if i < 10 {
@@ -130,6 +133,7 @@ func runSeed(t *testing.T, seed sim.Seed, mode system.Mode) {
 		t.Logf("seed %s mode %s trace-hash: %s", seed, mode, res.TraceHash)
 	}
 	if res.Failed() {
+		recordViolations(res.Violations)
 		replay := fmt.Sprintf("go test%s ./scenarios -run 'TestRelaySeeds/%s/%s$' -seed=%s -simtrace=trace.txt", overlayArg(), mode, seed, seed)
 		t.Fatalf("%s\n%s", model.Summarize(res.Violations), sim.Banner(sim.WholeTrace(t, res), replay, commit()))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relaysim/relaysim/internal/proc"
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system"
 )
@@ -65,6 +66,8 @@ func TestDeterminismSameSeedSameTrace(t *testing.T) {
 					dir := os.TempDir()
 					_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("relaysim-%s-%s-1.txt", seed, mode)), []byte(a.Trace.Text()), 0o644)
 					_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("relaysim-%s-%s-2.txt", seed, mode)), []byte(b.Trace.Text()), 0o644)
+					_ = proc.AddViolation("determinism", fmt.Sprintf("seed %s mode %s replayed differently: %s",
+						seed, mode, divergence(a.Trace.Text(), b.Trace.Text())))
 					t.Fatalf("seed %s mode %s replayed differently (traces in %s/relaysim-%s-%s-{1,2}.txt): %s",
 						seed, mode, dir, seed, mode, divergence(a.Trace.Text(), b.Trace.Text()))
 				}

@@ -46,6 +46,11 @@ func fake(kind string) int {
 		panic("boom")
 	case "hang":
 		time.Sleep(time.Minute)
+	case "test": // a failing go test binary: two properties, one twice
+		_ = AddViolation("no-loss", "violated: no-loss: room r1 seq 3: lost\nmore")
+		_ = AddViolation("determinism", "seed 0x1 mode bulk replayed differently")
+		_ = AddViolation("no-loss", "violated: no-loss: room r2 seq 1: lost")
+		return 1
 	case "garbage":
 		path := os.Getenv(EnvResult)
 		_ = os.WriteFile(path, []byte("violated: no-loss: not json\n"), 0o644)
@@ -196,4 +201,20 @@ func TestServe(t *testing.T) {
 	err = Serve(strings.NewReader("[1]\nnot a job\n"), &out, func(j []int) any { return 0 })
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, ErrHung))
+}
+
+// A test binary's violations accumulate in its result, each property
+// once with its first evidence line; a line that does not say what it
+// violated is prefixed so that it does.
+func TestAddViolation(t *testing.T) {
+	var out, errs bytes.Buffer
+	o := Run(context.Background(), spec("test", time.Minute, &out, &errs))
+	require.NoError(t, o.Err)
+	var r TestResult
+	require.NoError(t, o.Decode(&r))
+	assert.Equal(t, TestResult{Summary: "violation", Exit: 1, Command: "test",
+		Violations: []string{"no-loss", "determinism"},
+		Evidence: []string{"violated: no-loss: room r1 seq 3: lost",
+			"violated: determinism: seed 0x1 mode bulk replayed differently"}}, r)
+	assert.Equal(t, o.Exit, r.Exit)
 }
