@@ -128,12 +128,13 @@ func (j *sweepJob) failure() (kind, msg string) {
 	return "crash", "the run ended without a result"
 }
 
-// failureOf names a failed job's first violated property (the banner's
-// first "violated:" line), else its error, else how it ended.
+// failureOf names a job that ended without a typed result: a hang (the
+// sweep's own "hung: " note) or a crash, quoting the first line that
+// shows it. The job's printed text names no property and no error: a
+// "violated:" line without a result is still a crash.
 func failureOf(out string) (kind, msg string) {
 	lines := strings.Split(out, "\n")
 	for _, p := range []struct{ prefix, kind string }{
-		{"violated: ", "violation"}, {"error:  ", "error"}, {"bubble: ", "error"},
 		{"hung: ", "timeout"}, {"panic: ", "crash"}, {"fatal error: ", "crash"},
 	} {
 		for _, l := range lines {
@@ -141,9 +142,6 @@ func failureOf(out string) (kind, msg string) {
 				return p.kind, shorten(strings.TrimSpace(m), 300)
 			}
 		}
-	}
-	if strings.Contains(out, "mode equivalence FAILED") {
-		return "violation", "mode-equivalence"
 	}
 	return "crash", "the run ended without a result"
 }
