@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"runtime/coverage"
 	"slices"
 	"strings"
@@ -183,6 +184,19 @@ func withCover(cmd, dir string, rest []string, stdout, stderr io.Writer) int {
 	defer done()
 	os.Setenv(envCoverData, data)
 	defer os.Unsetenv(envCoverData)
+	// Every run under -cover has one P (unless the caller set
+	// GOMAXPROCS): the blocks a run reaches outside its scheduled
+	// operations (at teardown, which of two ready cases a session's pump
+	// takes) depend on how many Ps run it, and a sweep's workers get
+	// more at -j 1 than at -j 2 (jobEnv). With one P each, the cover:
+	// line of a sweep does not depend on -j or on sharding.
+	if os.Getenv("GOMAXPROCS") == "" {
+		os.Setenv("GOMAXPROCS", "1")
+		defer os.Unsetenv("GOMAXPROCS")
+		if cmd != "sweep" { // a sweep's -j defaults to this process' Ps
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		}
+	}
 	s := &coverSession{dir: dir, data: data, out: &heldLine{w: stdout}}
 	activeCover = s
 	defer func() { activeCover = nil }()
