@@ -383,6 +383,9 @@ func (h *heldLine) flush() {
 // counters in DIR together (a sharded sweep's shards merged).
 func cmdCover(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("cover")
+	if helpAsked(args) { // after DIR too, as the docs' commands are checked
+		args = []string{"-h"}
+	}
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
