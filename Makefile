@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: shrink-table all test test-mutant-builds docs-check docs-pictures test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
+.PHONY: shrink-table all test test-mutant-builds test-cover-builds cover docs-check docs-pictures test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
 
 all: lint test
 
@@ -29,6 +29,18 @@ docs-pictures:
 ## paste (but the long ones) and check exit codes and shown outputs
 docs-check:
 	$(GO) test -count=1 -timeout 30m -run 'TestDocCommands|TestReadmeMainJob' -docs.run=true .
+
+## test-cover-builds: the cmd/relaysim tests that build the runner with
+## coverage and run -cover commands (skipped by default; CI runs them)
+test-cover-builds:
+	$(GO) test ./cmd/relaysim -count=1 -timeout 30m -cover-builds=true -run 'TestCoverBuilds'
+
+## cover: the CI sweep with coverage of system/ (docs/coverage.md): the
+## cover: line, and out/cover/{cover.out,uncovered.txt,cover.html}
+cover:
+	rm -rf out/cover
+	mkdir -p out
+	$(GO) tool relaysim sweep -seeds 1-20 -mode stream -upgrade v1:v3 -equiv=false -j 2 -cover out/cover
 
 MUTANT_BUILD_TESTS = TestExploreBannerUnderAMutant|TestLeftoverGoroutinesKeepTheRunsFiles|TestMutantFlagRunsTheMutant|TestReplayStoryUnderAMutant|TestShrinkACatalogMutant|TestShrinkEquivWritesATwoModeStory|TestShrinkIsolatedGoroutineLeak
 

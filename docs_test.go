@@ -44,15 +44,18 @@ func (c docCommand) String() string { return fmt.Sprintf("%s:%d: %s", c.file, c.
 // notRun are the commands -docs.run leaves to CI's own steps or to a
 // user's files, with why (a prefix of the args).
 var notRun = map[string]string{
-	"sweep -seeds 1-200":         "a 200-seed sweep is ~26 min on 2 cores; .ci/run runs its own sweep",
-	"sweep -seeds 1-1000":        "a long sweep shard; .ci/run runs its own sweep",
-	"mutants":                    "the catalog: .ci/run runs every mutant",
-	"report all":                 "every experiment at full length (~18 min)",
-	"real":                       "needs redis-server and real processes: .ci/run runs a real cluster",
-	"check -history /tmp/":       "judges a real run's history (docs/real-cluster.md)",
-	"explore -scenario my-":      "a user's own story file",
-	"junit-merge":                "needs a sharded sweep's JUnit files",
-	"explore -story two-senders": "the naive search for comparison: 30 s of wall time by design",
+	"sweep -seeds 1-200":                 "a 200-seed sweep is ~26 min on 2 cores; .ci/run runs its own sweep",
+	"sweep -seeds 1-1000":                "a long sweep shard; .ci/run runs its own sweep",
+	"mutants":                            "the catalog: .ci/run runs every mutant",
+	"report all":                         "every experiment at full length (~18 min)",
+	"real":                               "needs redis-server and real processes: .ci/run runs a real cluster",
+	"check -history /tmp/":               "judges a real run's history (docs/real-cluster.md)",
+	"explore -scenario my-":              "a user's own story file",
+	"junit-merge":                        "needs a sharded sweep's JUnit files",
+	"explore -story two-senders":         "the naive search for comparison: 30 s of wall time by design",
+	"run -seed 0x2a -mode bulk -cover":   "builds the runner with coverage (a minute or two cold): the -cover-builds tests run it",
+	"sweep -seeds 1-4 -mode bulk -shard": "builds the runner with coverage: the -cover-builds tests run the shards",
+	"cover out/cover-shards":             "merges the shards above: the -cover-builds tests merge theirs",
 }
 
 // docCommands extracts the commands from README.md and docs/*.md: lines of

@@ -55,6 +55,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	tl := fs.String("timeline", "", "write the first violation's timeline (one self-contained HTML page) to this file")
 	jobs := fs.Int("j", 1, "searches in parallel (worker processes, each a -shard); one search is never split")
 	fs.String("mutant", "", mutantFlagUsage) // taken out before parsing: main.go, mutant.go
+	fs.String("cover", "", coverFlagUsage)   // taken out before parsing: main.go, cover.go
 	first := fs.Bool("first", false, "stop each search at its first violation (the search then says exhausted=no)")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {

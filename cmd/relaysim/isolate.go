@@ -87,7 +87,7 @@ func cmdShrinkRun(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitCode(res)
 	}
-	cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res)) }
+	cfg.OnLeftovers = func(res *sim.Result) { coverExit(report(res)) }
 	return report(sim.Run(nil, cfg))
 }
 

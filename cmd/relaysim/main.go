@@ -10,6 +10,7 @@
 //	relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]
 //	relaysim mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]
 //	relaysim explore -scenario FILE | -story NAME [-mode M] [-bound N] [-crashes N -drops N ...]
+//	relaysim run|replay|sweep|explore ... -cover DIR   (coverage of system/; relaysim cover DIR merges)
 package main
 
 import (
@@ -35,6 +36,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return exitUsage
 	}
+	defer coverFlush() // -cover: this process' counters (cover.go)
 	if slices.Contains(mutantCommands, args[0]) {
 		name, rest, ok, err := splitMutant(args[1:])
 		if err != nil {
@@ -50,6 +52,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case ok:
 			return runMutant(args[0], name, rest, stdout, stderr)
 		}
+	}
+	if code, ok := coverCommand(args, stdout, stderr); ok {
+		return code
 	}
 	switch args[0] {
 	case "run", "replay":
@@ -81,6 +86,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdShrink(args[1:], stdout, stderr)
 	case "shrink-run": // started by shrink -isolate (isolate.go); not for people
 		return cmdShrinkRun(args[1:], stdout, stderr)
+	case "cover":
+		return cmdCover(args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return exitOK
@@ -105,6 +112,7 @@ commands:
   check   judge a saved history offline: check -history FILE
   explore model-check a small story: every schedule of its explore block, faults as choices
   shrink  shrink a failing seed (flags of run) to a small run failing on the same property
+  cover   merge the coverage data that commands given -cover DIR wrote there: cover DIR
 
 Run 'relaysim <command> -h' for the flags of a command.
 Exit codes: 0 every property held, 1 a property was violated, 2 bad usage,

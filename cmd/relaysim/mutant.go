@@ -25,25 +25,33 @@ const mutantFlagUsage = "run this command on the runner built with this catalog 
 // command's arguments. ok is false when there is none; a -mutant with no
 // name is an error.
 func splitMutant(args []string) (name string, rest []string, ok bool, err error) {
+	name, rest, ok, err = splitFlag(args, "mutant")
+	if ok && name == "" {
+		return "", nil, false, errors.New("-mutant needs a mutant's name (relaysim mutants -list names them)")
+	}
+	return name, rest, ok, err
+}
+
+// splitFlag takes the flag -name VALUE (or -name=VALUE, --name ...) out of
+// a command's arguments, before they are parsed. ok is false when there
+// is none; a -name with no value after it is an error.
+func splitFlag(args []string, name string) (value string, rest []string, ok bool, err error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
 			break
 		}
 		flag, value, hasValue := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
-		if !strings.HasPrefix(a, "-") || flag != "mutant" {
+		if !strings.HasPrefix(a, "-") || flag != name {
 			continue
 		}
 		rest = slices.Concat(args[:i:i], args[i+1:])
 		if !hasValue {
 			if i+1 >= len(args) {
-				return "", nil, false, errors.New("flag needs an argument: -mutant")
+				return "", nil, false, errors.New("flag needs an argument: -" + name)
 			}
 			value = args[i+1]
 			rest = slices.Concat(args[:i:i], args[i+2:])
-		}
-		if value == "" {
-			return "", nil, false, errors.New("-mutant needs a mutant's name (relaysim mutants -list names them)")
 		}
 		return value, rest, true, nil
 	}
@@ -87,24 +95,30 @@ func runMutant(cmd, name string, rest []string, stdout, stderr io.Writer) int {
 		return exitHarness
 	}
 	bin := filepath.Join(filepath.Dir(overlay), "relaysim")
-	fmt.Fprintf(stderr, "relaysim: building the runner with mutant %s (%s): go build -overlay=%s\n", name, m.File, overlay)
-	b := exec.Command("go", "build", "-overlay="+overlay, "-o", bin, "./cmd/relaysim")
+	build := []string{"build", "-overlay=" + overlay}
+	dir, _, cover, _ := splitFlag(rest, "cover")
+	if cover && dir != "" {
+		// -cover runs there: the mutant's runner is built with coverage.
+		bin += "-cover"
+		build = append(build, coverBuildArgs...)
+		if err := checkOutputs(output{flag: "cover", path: dir, dir: true}); err != nil {
+			return usageError(stderr, cmd, err)
+		}
+		done, err := coverScratch(dir)
+		if err != nil {
+			fmt.Fprintf(stderr, "relaysim %s: -cover: %v\n", cmd, err)
+			return exitHarness
+		}
+		defer done()
+	}
+	fmt.Fprintf(stderr, "relaysim: building the runner with mutant %s (%s): go %s\n", name, m.File, strings.Join(build, " "))
+	b := exec.Command("go", append(build, "-o", bin, "./cmd/relaysim")...)
 	b.Dir = root
 	if out, err := b.CombinedOutput(); err != nil {
 		fmt.Fprintf(stderr, "relaysim %s: -mutant %s does not build: %v\n%s", cmd, name, err, out)
 		return exitHarness
 	}
 	c := exec.Command(bin, append([]string{cmd}, rest...)...)
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, stdout, stderr
 	c.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, mutants.OverlayEnv+"=") })
-	err = c.Run()
-	var exit *exec.ExitError
-	switch {
-	case err == nil:
-		return exitOK
-	case errors.As(err, &exit) && exit.ExitCode() >= 0:
-		return exit.ExitCode()
-	}
-	fmt.Fprintf(stderr, "relaysim %s: -mutant %s: %v\n", cmd, name, err)
-	return exitHarness
+	return execPassing(c, stdout, stderr, cmd+": -mutant "+name)
 }

@@ -51,6 +51,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.StringVar(&f.trace, "trace", "", "write the whole trace to this file")
 	fs.StringVar(&f.history, "history", "", "write the run's history (client events, deliveries, faults, tasks, samples, room logs) to this file as JSON lines, streamed")
 	fs.String("mutant", "", mutantFlagUsage) // taken out before parsing: main.go, mutant.go
+	fs.String("cover", "", coverFlagUsage)   // taken out before parsing: main.go, cover.go
 	fs.StringVar(&f.timeline, "timeline", "", "write the run as a self-contained HTML timeline to this file (lanes per client, node and Redis; faults; the violation's evidence)")
 	fs.StringVar(&f.cpuprof, "cpuprofile", "", "write a CPU profile of the run to this file")
 	fs.StringVar(&f.memprof, "memprofile", "", "write a heap profile (taken at the end of the run, before its checks) to this file")
@@ -211,7 +212,7 @@ func cmdRun(name string, args []string, stdout, stderr io.Writer) int {
 	// Goroutines left after teardown make synctest abort the process with
 	// a dump of every goroutine: report readably (profile, trace and
 	// history written first: that run is the one to inspect) and exit.
-	f.cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res, false)) }
+	f.cfg.OnLeftovers = func(res *sim.Result) { coverExit(report(res, false)) }
 	var res *sim.Result
 	if f.cfg.Scheduler == "exhaustive" {
 		var n int

@@ -83,7 +83,7 @@ func cmdShrink(args []string, stdout, stderr io.Writer) int {
 		}
 		f.cfg.OnLeftovers = func(*sim.Result) {
 			fmt.Fprintf(stderr, "relaysim shrink: a run left goroutines behind after teardown (%s), which ends this process: %s\n", model.PropGoroutineLeak, again)
-			os.Exit(exitHarness)
+			coverExit(exitHarness)
 		}
 	}
 	res, err := sim.Shrink(f.cfg, opt)

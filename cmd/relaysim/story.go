@@ -104,7 +104,7 @@ func cmdReplayStory(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "trace-hash: %s\n", res.TraceHash)
 		return code
 	}
-	cfg.OnLeftovers = func(res *sim.Result) { os.Exit(report(res, false)) }
+	cfg.OnLeftovers = func(res *sim.Result) { coverExit(report(res, false)) }
 	return report(sim.Run(nil, cfg), true)
 }
 

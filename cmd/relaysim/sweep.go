@@ -207,6 +207,9 @@ func (sp *sweepSpec) verdict(stdout io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "sweep: %d seeds x %d runs (%s) = %d runs; failed: %d seeds, %d runs\n",
 		sp.nseeds, sp.perSeed, sp.modes, len(sp.jobs), len(badSeeds), failed)
+	if line := sweepCoverLine(); line != "" { // -cover DIR: cover.go
+		fmt.Fprintln(stdout, line)
+	}
 	fmt.Fprintf(stdout, "runs: %d failed: %d\n", len(sp.jobs), failed)
 	if code != exitOK && code != exitFail {
 		code = exitHarness // a hung job, or a crash the Go runtime exited 2 for
