@@ -137,7 +137,7 @@ var probes = []ProbeInfo{
 	{ProbeChatUnknownRoom, "a send to an unknown room was refused", "chat.go"},
 	{ProbeChatSessionReplaced, "a new session replaced an older one of the same user on this node", "chat.go"},
 	{ProbeChatConnectStopping, "a connect reached a stopping node and was refused", "chat.go"},
-	{ProbeChatReplayFailed, "a session's first replay failed: the session ended", "chat.go"},
+	{ProbeChatReplayFailed, "a session's first replay failed (a Redis error, or the session ended meanwhile)", "chat.go"},
 
 	{ProbeFanoutRouteUnknown, "single mode: a remote member had no route (offline): left to the catch-up", "fanout.go"},
 	{ProbeFanoutRouteToSelf, "single mode: a member's route named this node though the user has no session here", "fanout.go"},
