@@ -57,7 +57,7 @@ func parseRequireProbes(s string) ([]string, error) {
 			continue
 		}
 		if !slices.Contains(known, name) {
-			return nil, fmt.Errorf("-require-probes: unknown probe %q (relaysim probes lists them)", name)
+			return nil, fmt.Errorf("-require-probes: unknown probe %q (docs/probes.md lists them)", name)
 		}
 		if !slices.Contains(out, name) {
 			out = append(out, name)
@@ -163,6 +163,7 @@ type sweepResult struct {
 	Exit       int      `json:"exit"`
 	Command    string   `json:"command"`
 	Seed       string   `json:"seed"` // the -seeds range
+	Runs       int      `json:"runs"`
 	Violations []string `json:"violations"`
 	Evidence   []string `json:"evidence,omitempty"`
 	// UnhitProbes are the -require-probes probes no run hit.
@@ -170,7 +171,7 @@ type sweepResult struct {
 }
 
 func (sp *sweepSpec) writeResult(code int) {
-	r := sweepResult{Summary: classOf(code), Exit: code, Command: "sweep", Seed: sp.seeds, Violations: []string{}, UnhitProbes: sp.unhit}
+	r := sweepResult{Summary: classOf(code), Exit: code, Command: "sweep", Seed: sp.seeds, Runs: len(sp.jobs), Violations: []string{}, UnhitProbes: sp.unhit}
 	for _, j := range sp.jobs {
 		if j.summary == nil {
 			continue
