@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: shrink-table all test test-mutant-builds test-cover-builds cover docs-check docs-pictures test-race bench proto proto-tools lint run sweep mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
+.PHONY: shrink-table all test test-mutant-builds test-cover-builds cover docs-check docs-pictures test-race bench proto proto-tools lint run sweep probes mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
 
 all: lint test
 
@@ -90,6 +90,12 @@ explore:
 	$(GO) test ./scenarios -count=1 -timeout 3h -run 'TestExploreBench' -v -explore.bench=$(CURDIR)/out/explore-bench.md -explore.cap=$(EXPLORE_CAP) -explore.bounds=1,2,3
 	$(GO) test ./scenarios -count=1 -timeout 3h -run 'TestExploreReducedMatchesNaive|TestExploreCommutes' -explore.long -explore.commute-pairs=40 -explore.commute-seed=$$(date +%s)
 	$(GO) test ./sim/dst -count=1 -run 'TestExplore(Bound)?SoundOnRandomPrograms' -rapid.checks=2000
+
+## probes: CI's upgrade sweep with the code probes it must reach
+## (.ci/required-probes, docs/probes.md): each probe's count of runs that
+## hit it, the ones never hit, and exit 1 if a required one went unhit
+probes:
+	$(GO) run ./cmd/relaysim sweep -seeds 1-20 -mode stream -upgrade v1:v3 -equiv=false -j 2 -require-probes "$$(tr -s ' \n' ',' < .ci/required-probes | sed 's/^,//; s/,$$//')"
 
 ## sweep: the issue's 400-run sweep
 sweep:

@@ -19,7 +19,10 @@ import (
 var catalogFS embed.FS
 
 // Mutant is one catalogued bug: an exact snippet of a file of system/ and
-// its replacement, with the property that must catch it.
+// its replacement, with the property that must catch it. A mutant of the
+// suite probes is a bug of the harness instead (a file of sim/): a
+// generator that stops drawing some behaviour, which every property
+// misses and only the sweep's ledger of code probes catches.
 type Mutant struct {
 	Name     string
 	Story    string // one line: what a developer got wrong
@@ -41,8 +44,17 @@ const (
 	SuiteSweep   = "sweep"
 	SuiteRapid   = "rapid"
 	SuiteExplore = "explore"
-	testPrefix   = "test:"
+	// SuiteProbes runs one sweep (relaysim sweep with the mutant's args,
+	// which name -require-probes) and is caught when the sweep fails on
+	// required probes no run hit, with no property violated: its
+	// property is PropertyProbes.
+	SuiteProbes = "probes"
+	testPrefix  = "test:"
 )
+
+// PropertyProbes is the pseudo-property of the probes suite: required
+// code probes went unhit.
+const PropertyProbes = "require-probes"
 
 // pseudo are the properties a test suite reports that are not the
 // model's: "determinism", a seed that replayed differently
@@ -170,7 +182,9 @@ func (m *Mutant) validate() error {
 		return fmt.Errorf("empty find snippet")
 	case m.Find == m.Replace:
 		return fmt.Errorf("replace equals find: not a mutant")
-	case !strings.HasPrefix(m.File, "system/"):
+	case m.Suite == SuiteProbes && !strings.HasPrefix(m.File, "sim/"):
+		return fmt.Errorf("file %s: a probes mutant changes the harness (sim/), which only the probes ledger watches", m.File)
+	case m.Suite != SuiteProbes && !strings.HasPrefix(m.File, "system/"):
 		return fmt.Errorf("file %s: mutants change the relay (system/), never the oracle", m.File)
 	}
 	for _, mode := range m.Modes {
@@ -185,7 +199,7 @@ func (m *Mutant) validate() error {
 }
 
 func (m *Mutant) validateSuite() error {
-	_, isPseudo := pseudo[m.Property]
+	isPseudo := pseudo[m.Property]
 	switch {
 	case m.Suite == SuiteSweep || m.Suite == SuiteRapid:
 		if !slices.Contains(model.Properties, m.Property) {
@@ -197,6 +211,14 @@ func (m *Mutant) validateSuite() error {
 			return fmt.Errorf("unknown property %q", m.Property)
 		}
 		return m.validateExploreArgs()
+	case m.Suite == SuiteProbes:
+		if m.Property != PropertyProbes {
+			return fmt.Errorf("suite probes: the property is %s, not %q", PropertyProbes, m.Property)
+		}
+		if !slices.ContainsFunc(m.Args, func(a string) bool { return strings.HasPrefix(strings.TrimLeft(a, "-"), "require-probes") }) {
+			return fmt.Errorf("suite probes: args must name -require-probes")
+		}
+		return nil
 	case strings.HasPrefix(m.Suite, testPrefix):
 		if _, _, ok := m.TestTarget(); !ok {
 			return fmt.Errorf("suite %q: want test:<pkg>:<regexp>", m.Suite)
@@ -206,7 +228,7 @@ func (m *Mutant) validateSuite() error {
 		}
 		return nil
 	}
-	return fmt.Errorf("unknown suite %q (want sweep, rapid, explore or test:<pkg>:<regexp>)", m.Suite)
+	return fmt.Errorf("unknown suite %q (want sweep, rapid, explore, probes or test:<pkg>:<regexp>)", m.Suite)
 }
 
 // validateExploreArgs: an explore mutant names its story (-story NAME or

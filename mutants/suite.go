@@ -64,6 +64,8 @@ func RunOne(ctx context.Context, o Options, m *Mutant) Result {
 			r.rapid(ctx)
 		case SuiteExplore:
 			r.explore(ctx)
+		case SuiteProbes:
+			r.probes(ctx)
 		default:
 			r.test(ctx)
 		}
@@ -88,7 +90,7 @@ type run struct {
 func (r *run) build(ctx context.Context) bool {
 	var args []string
 	switch r.m.Suite {
-	case SuiteSweep, SuiteExplore:
+	case SuiteSweep, SuiteExplore, SuiteProbes:
 		r.bin = filepath.Join(Dir(r.m.Name), "relaysim")
 		args = []string{"build", "-overlay=" + r.overlay, "-o", r.bin, "./cmd/relaysim"}
 	default:
@@ -188,6 +190,23 @@ func (r *run) explore(ctx context.Context) {
 		r.progress("%s: %s: %d schedules, exhausted=%v, no violation", r.m.Name, strings.Join(job, " "), s.Schedules, s.Exhausted)
 	}
 	r.res.Verdict = Verdict{Kind: Survived, Evidence: fmt.Sprintf("%d schedules explored, no violation", r.res.Runs)}
+}
+
+// probes runs the mutant's one sweep (relaysim sweep -j 1 with its args,
+// which name -require-probes) and judges it by its exit code and typed
+// result (judgeProbes).
+func (r *run) probes(ctx context.Context) {
+	job := append([]string{"sweep", "-j", "1"}, r.m.Args...)
+	oc, cut := r.attempt(ctx, r.o.Root, r.bin, job...)
+	if cut || ctx.Err() != nil {
+		r.survived()
+		return
+	}
+	if oc.Summary != nil {
+		r.res.Runs = oc.Summary.Runs
+	}
+	r.res.Verdict = judgeProbes(oc)
+	r.res.Replay = fmt.Sprintf("go tool -overlay=%s relaysim %s", r.overlay, strings.Join(job, " "))
 }
 
 // rapid runs the rapid state machine with rapid seeds 1, 2, 3, ... (100

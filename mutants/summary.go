@@ -30,6 +30,10 @@ type Summary struct {
 	Terminal       int  `json:"terminal"`
 	Exhausted      bool `json:"exhausted"`
 	FirstViolation int  `json:"first_violation"`
+	// sweep only (the probes suite): its runs, and the required code
+	// probes no run hit.
+	Runs        int      `json:"runs"`
+	UnhitProbes []string `json:"unhit_probes"`
 }
 
 // summaryPrefix starts a summary line and nothing else a run prints.

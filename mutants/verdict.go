@@ -115,6 +115,29 @@ func judgeRun(property string, o Outcome) Verdict {
 	return Verdict{Kind: Crash, Evidence: fmt.Sprintf("exit %d: %s", o.Exit, s.Error)}
 }
 
+// judgeProbes judges a sweep of the probes suite: caught when it exited 1
+// with required probes unhit and no property violated (a violation is
+// another catch: the mutant is not the blind spot it claims to be).
+func judgeProbes(o Outcome) Verdict {
+	if o.TimedOut {
+		return Verdict{Kind: Crash, Evidence: "hung: killed at the run's time limit"}
+	}
+	s := o.Summary
+	switch {
+	case s == nil:
+		return Verdict{Kind: Crash, Evidence: fmt.Sprintf("exit %d without a result: %s", o.Exit, firstLine(o.Output, ""))}
+	case s.Exit != o.Exit:
+		return Verdict{Kind: Crash, Evidence: fmt.Sprintf("the result says exit %d, the process exited %d", s.Exit, o.Exit)}
+	case o.Exit == 0:
+		return Verdict{Kind: Survived, Evidence: "every required probe was hit"}
+	case o.Exit == exitViolation && len(s.Violations) > 0:
+		return Verdict{Kind: Other, Props: s.Violations, Evidence: evidence(*s, s.Violations[0])}
+	case o.Exit == exitViolation && len(s.UnhitProbes) > 0:
+		return Verdict{Kind: Caught, Evidence: "probes never hit: " + strings.Join(s.UnhitProbes, ", ")}
+	}
+	return Verdict{Kind: Crash, Evidence: fmt.Sprintf("exit %d: %s", o.Exit, s.Error)}
+}
+
 // evidence is a violated property's evidence line in s, or its name.
 func evidence(s Summary, property string) string {
 	for _, l := range s.Evidence {

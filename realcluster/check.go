@@ -155,6 +155,9 @@ func WriteSummary(w io.Writer, r *Result) {
 	fmt.Fprintf(w, "judged:      %s\n", strings.Join(JudgedProperties(), ", "))
 	fmt.Fprintf(w, "not judged:  %s (docs/real-cluster.md says why)\n", strings.Join(sortedKeys(NotJudged), ", "))
 	fmt.Fprintf(w, "history:     %s\n", r.History)
+	if r.Probes != nil {
+		fmt.Fprintf(w, "probes:      %s\n", ProbesLine(r.Probes))
+	}
 	fmt.Fprintf(w, "processes:   %d started, all stopped (pids %s)\n", len(r.PIDs), pidList(r.PIDs))
 	for _, e := range r.Errs {
 		fmt.Fprintf(w, "harness:     %v\n", e)

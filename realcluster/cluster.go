@@ -177,7 +177,8 @@ func (c *cluster) startNode(ctx context.Context, i int, takeover bool) error {
 		}
 	}
 	args := []string{"-node", n.id, "-listen", n.addr(), "-redis", c.redisAddr, "-token", clusterToken,
-		"-user-secret", userSecret, "-mode", c.cfg.Mode, "-peer-addr", strings.Join(via, ",")}
+		"-user-secret", userSecret, "-mode", c.cfg.Mode, "-peer-addr", strings.Join(via, ","),
+		"-probes", filepath.Join(c.cfg.Dir, probesPrefix+n.id+".json")}
 	if takeover {
 		args = append(args, "-takeover")
 	}

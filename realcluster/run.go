@@ -45,6 +45,9 @@ type Result struct {
 	History    string
 	PIDs       []int
 	Violations []model.Violation
+	// Probes are the code probes the relayd processes hit, summed over
+	// every one that exited gracefully (docs/probes.md; nil: none).
+	Probes map[string]int
 	// Errs are harness failures met on the way (a restart that failed):
 	// the run went on, but its verdict is not to be trusted.
 	Errs []error
@@ -91,6 +94,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (res *Result, err error
 		if cerr := r.teardown(); cerr != nil && err == nil {
 			err = cerr
 		}
+		// Every relayd has exited: what they wrote of their probes.
+		r.res.Probes = readProbes(cfg.Dir)
 	}()
 	err = r.start(ctx)
 	if err == nil {

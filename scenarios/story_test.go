@@ -230,7 +230,7 @@ func TestStoryCarriesEveryKnob(t *testing.T) {
 		"KeepTrace":            "output, not input", "History": "output", "OnRelease": "a hook", "OnLeftovers": "a hook", "OnEnd": "a hook", "RecordNode": "a hook",
 		"Chooser": "rapid's draws: named by a NOT CARRIED line", "Exhaustive": "a search's state: named by a NOT CARRIED line",
 		"FixedCost":           "named by a NOT CARRIED line",
-		"Executor.BeforeTask": "a hook", "Executor.AfterTask": "a hook", "Executor.OnPanic": "a hook", "Executor.OnSubmit": "a hook",
+		"Executor.BeforeTask": "a hook", "Executor.AfterTask": "a hook", "Executor.OnPanic": "a hook", "Executor.OnSubmit": "a hook", "Executor.Probe": "a hook (the node sets it: code probes)",
 		"Actions": "the actions block", "Faults": "the faults block", "Mix": "the mix command",
 	}
 	special := map[string]func(c *sim.Config){

@@ -93,7 +93,9 @@ type Cluster struct {
 	FinalCountsOnly bool
 	// coverage counts what the run's Coverage reports (coverage.go).
 	coverage coverage
-	seeds    struct{ faults, cost Seed }
+	// probes counts the code probes the nodes hit (probes.go).
+	probes *probeCounts
+	seeds  struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
 	// kills are the Kill calls of crashed incarnations, closed when one
@@ -165,7 +167,7 @@ type simNode struct {
 // goroutine that will drive the scheduler.
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: memnet.NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID,
-		rec: newRecorder(cfg.Trace, newHistoryOut(cfg.History), cfg.Mode)}
+		rec: newRecorder(cfg.Trace, newHistoryOut(cfg.History), cfg.Mode), probes: newProbeCounts()}
 	if c.runID == "" {
 		c.runID = "cluster" + strconv.FormatInt(runs.Add(1), 10)
 	}
@@ -300,6 +302,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		DialOptions:   h.dialOptions(),
 		TargetScheme:  "passthrough",
 		Hooks:         h,
+		Probes:        c.probes.prober(),
 	})
 	if err != nil {
 		return err

@@ -29,11 +29,15 @@ type Result struct {
 	// Coverage says how often the run showed what the coverage line
 	// reports (coverage.go).
 	Coverage Coverage
-	Virtual  time.Duration
-	Wall     time.Duration
-	Steps    int
-	Delays   int
-	Peaks    []int
+	// Probes counts the relay's code probes the run hit, by name (only
+	// those hit; system.Probes lists them all): harness-side coverage,
+	// not evidence — no verdict reads it.
+	Probes  map[string]int
+	Virtual time.Duration
+	Wall    time.Duration
+	Steps   int
+	Delays  int
+	Peaks   []int
 	// Live and FromLog count the deliveries pushed live and those replayed
 	// or gap-filled from the room log.
 	Live, FromLog int

@@ -134,6 +134,8 @@ func (res *Result) finish(c *Cluster, id string) {
 	res.Coverage = c.coverage.snapshot()
 	res.Coverage.MixedConfigs = btoi(res.Limits != nil)
 	res.Coverage.OverlappingIncarnations = c.Stats.Overlaps
+	// The probes the run reached, before teardown stops the nodes.
+	res.Probes = c.probes.snapshot()
 	for _, k := range c.Sched.Collisions {
 		res.Err = fmt.Errorf("gate key parked twice at once (harness bug): %s", k)
 	}

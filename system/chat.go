@@ -71,14 +71,22 @@ func (c *chatServer) Send(ctx context.Context, req *relaypb.SendRequest) (*relay
 		return nil, err
 	}
 	if len(req.Payload) == 0 {
+		n.probe(ProbeChatEmptyPayload)
 		return nil, status.Error(codes.InvalidArgument, "empty payload")
 	}
 	if len(req.Payload) > n.cfg.MaxPayload {
+		n.probe(ProbeChatPayloadOverLimit)
 		return nil, status.Errorf(codes.InvalidArgument, "payload of %d bytes exceeds the limit of %d", len(req.Payload), n.cfg.MaxPayload)
 	}
 	ctx = WithLabel(ctx, "send "+req.Room+" "+req.ClientMsgId+attemptSuffix(ctx))
 	sq, err := n.dir.Append(ctx, req.Room, req.ClientMsgId, req.User, req.Payload)
 	if err != nil {
+		switch {
+		case errors.Is(err, ErrNotMember):
+			n.probe(ProbeChatNotMember)
+		case errors.Is(err, ErrUnknownRoom):
+			n.probe(ProbeChatUnknownRoom)
+		}
 		return nil, dirStatus(err)
 	}
 	msg := &relaypb.RelayedMessage{Room: req.Room, Seq: sq.Seq, MsgId: req.ClientMsgId, Sender: req.User, Payload: req.Payload, Origin: n.cfg.NodeID}
@@ -88,8 +96,10 @@ func (c *chatServer) Send(ctx context.Context, req *relaypb.SendRequest) (*relay
 		// content (which may differ): fan out what the log says.
 		o := sq.Original
 		if o == nil {
+			n.probe(ProbeChatDuplicateLost)
 			return resp, nil // nothing to re-deliver: the catch-up reads the log
 		}
+		n.probe(ProbeChatDuplicateSend)
 		msg.MsgId, msg.Sender, msg.Payload = o.MsgID, o.Sender, o.Payload
 	}
 	n.dispatch(msg, sq.Members, sq.Duplicate)
@@ -106,6 +116,7 @@ func (c *chatServer) Connect(req *relaypb.ConnectRequest, stream relaypb.Chat_Co
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
+		n.probe(ProbeChatConnectStopping)
 		return status.Error(codes.Unavailable, "node stopping")
 	}
 	n.gen++
@@ -200,12 +211,14 @@ func (n *Node) openSession(ctx context.Context, s *session) error {
 		// Stop closes the sessions it finds; one registered after that
 		// would keep GracefulStop waiting.
 		n.mu.Unlock()
+		n.probe(ProbeChatConnectStopping)
 		return status.Error(codes.Unavailable, "node stopping")
 	}
 	old := n.sessions[s.user]
 	n.sessions[s.user] = s
 	n.mu.Unlock()
 	if old != nil {
+		n.probe(ProbeChatSessionReplaced)
 		old.close(status.Error(codes.Aborted, "replaced by a newer connection"))
 	}
 	n.hooks.Observe(SessionEvent{Node: n.cfg.NodeID, User: s.user, Open: true})
@@ -241,7 +254,8 @@ func (n *Node) closeSession(ctx context.Context, s *session) {
 // reconnected elsewhere before its old stream was reaped), is made good by
 // the next catch-up even if the room stays silent.
 func (n *Node) syncLoop(ctx context.Context, s *session) {
-	if err := n.replay(ctx, s); err != nil {
+	if err := n.replay(ctx, s, false); err != nil {
+		n.probe(ProbeChatReplayFailed)
 		s.close(err)
 		return
 	}
@@ -254,20 +268,21 @@ func (n *Node) syncLoop(ctx context.Context, s *session) {
 		case <-t.C:
 		}
 		tctx := WithLabel(n.ctx, fmt.Sprintf("sync %s #%d tick%d", s.user, s.gen, tick))
-		if err := n.replay(tctx, s); err != nil && n.ctx.Err() != nil {
+		if err := n.replay(tctx, s, true); err != nil && n.ctx.Err() != nil {
 			return
 		}
 	}
 }
 
-// replay delivers, room by room, what the user missed after its cursors.
-func (n *Node) replay(ctx context.Context, s *session) error {
+// replay delivers, room by room, what the user missed after its cursors
+// (periodic: at a catch-up tick).
+func (n *Node) replay(ctx context.Context, s *session, periodic bool) error {
 	rooms, err := n.dir.UserRooms(ctx, s.user)
 	if err != nil {
 		return status.Errorf(codes.Unavailable, "replay for %s: %v", s.user, err)
 	}
 	for _, r := range rooms {
-		if err := s.catchUp(ctx, r); err != nil {
+		if err := s.catchUp(ctx, r, periodic); err != nil {
 			return status.Errorf(codes.Unavailable, "replay %s for %s: %v", r, s.user, err)
 		}
 	}
@@ -336,10 +351,15 @@ func legacyValidName(what, s string) error {
 
 // checkName applies the node's name rule.
 func (n *Node) checkName(what, s string) error {
+	check := validName
 	if n.cfg.Legacy.Names {
-		return legacyValidName(what, s)
+		check = legacyValidName
 	}
-	return validName(what, s)
+	err := check(what, s)
+	if err != nil {
+		n.probe(ProbeChatBadName)
+	}
+	return err
 }
 
 func (n *Node) checkRoomUser(room, user string) error {

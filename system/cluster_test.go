@@ -43,6 +43,7 @@ type testCluster struct {
 	mr       *miniredis.Miniredis // nil with a real Redis
 	rdb      *redis.Client        // the test's own view of Redis
 	rec      *recorder
+	probes   *probeRecorder // the code probes every node hit
 
 	mu    sync.Mutex
 	lis   map[string]*bufconn.Listener // current listener per address
@@ -70,7 +71,7 @@ func withRedisAddr(addr string) clusterOpt { return func(c *testCluster) { c.add
 // newCluster starts nodes n1..nN in mode. Call it inside synctest.Test.
 func newCluster(t testing.TB, mode Mode, nodes int, opts ...clusterOpt) *testCluster {
 	c := &testCluster{
-		t: t, mode: mode, rec: &recorder{},
+		t: t, mode: mode, rec: &recorder{}, probes: &probeRecorder{},
 		lis: map[string]*bufconn.Listener{}, nodes: map[string]*Node{}, users: map[string]*testUser{},
 	}
 	for _, o := range opts {
@@ -84,6 +85,7 @@ func newCluster(t testing.TB, mode Mode, nodes int, opts ...clusterOpt) *testClu
 	}
 	c.rdb = redis.NewClient(c.redisOptions())
 	t.Cleanup(c.close)
+	t.Cleanup(func() { c.probes.expect(t, probesOfTest[t.Name()]...) })
 	if c.addr != "" {
 		require.NoError(t, c.rdb.FlushAll(context.Background()).Err())
 	}
@@ -138,6 +140,7 @@ func (c *testCluster) startNode(id string) *Node {
 		Redis:        c.redisOptions(),
 		TargetScheme: "passthrough",
 		Hooks:        c.rec,
+		Probes:       c.probes,
 	}
 	if c.deps != nil {
 		c.deps(id, &deps)

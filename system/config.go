@@ -336,4 +336,8 @@ type Deps struct {
 	// ("passthrough" avoids DNS); default "passthrough".
 	TargetScheme string
 	Hooks        Hooks
+	// Probes, when set, is told each code probe the node hits
+	// (probes.go); nil costs nothing. Unlike Hooks it is never asked to
+	// pace the node: a probe changes nothing the node does.
+	Probes Prober
 }

@@ -26,6 +26,9 @@ type Directory struct {
 	// Legacy selects the old idempotency and deregistration rules
 	// (Config.Legacy).
 	Legacy Legacy
+	// probe, when set, is told the code probes the directory hits (the
+	// node's prober).
+	probe func(name string)
 }
 
 // Directory errors the node maps to gRPC status codes.
@@ -483,16 +486,30 @@ return 0
 func (d *Directory) Deregister(ctx context.Context, n NodeInfo) error {
 	if d.Legacy.Deregister {
 		cur, err := d.LookupNode(ctx, n.ID)
+		if err == nil && cur.Epoch != n.Epoch {
+			d.hit(ProbeDirDeregisterSpared)
+		}
 		if err != nil || cur.Epoch != n.Epoch {
 			return err
 		}
 		return d.rdb.Del(ctx, keyNode(n.ID)).Err()
 	}
 	epoch := strconv.FormatUint(n.Epoch, 10)
-	if err := deregisterScript.Run(ctx, d.rdb, []string{keyNode(n.ID)}, epoch).Err(); err != nil {
+	deleted, err := deregisterScript.Run(ctx, d.rdb, []string{keyNode(n.ID)}, epoch).Int()
+	if err != nil {
 		return fmt.Errorf("deregister %s epoch %d: %w", n.ID, n.Epoch, err)
 	}
+	if deleted == 0 {
+		d.hit(ProbeDirDeregisterSpared)
+	}
 	return nil
+}
+
+// hit tells the directory's prober, if any, that it hit a code probe.
+func (d *Directory) hit(name string) {
+	if d.probe != nil {
+		d.probe(name)
+	}
 }
 
 // ErrUnknownNode: the registry has no live entry for a node.

@@ -52,6 +52,10 @@ type ExecutorConfig struct {
 	// OnSubmit, if set, is told where each accepted task went: "worker" (a
 	// new worker), "idle" (handed to an idle worker), "queue" or "caller".
 	OnSubmit func(label, placement string)
+
+	// Probe, if set, is told each code probe the executor hits
+	// (probes.go: ProbeExec*), outside its lock.
+	Probe func(name string)
 }
 
 // ExecutorStats is a snapshot of an Executor.
@@ -173,15 +177,30 @@ func (e *Executor) SubmitContext(ctx context.Context, label string, fn func()) {
 	if e.shut {
 		e.counts.rejected++
 		e.mu.Unlock()
+		e.probe(ProbeExecRejected)
 		return
 	}
 	e.counts.submitted++
-	e.expireLocked(time.Now())
+	retired := e.expireLocked(time.Now())
 	idle := len(e.idle) > 0
 	p, w, first := e.placeLocked(t)
+	grew := p == startWorker && e.pool > e.cfg.Core && e.queue.len() >= e.cfg.Queue
+	atMax := p == startWorker && e.pool == e.cfg.Max
 	e.mu.Unlock()
 	if e.cfg.OnSubmit != nil {
 		e.cfg.OnSubmit(label, placementName(p, idle))
+	}
+	e.probedRetired(retired)
+	switch {
+	case p == placed && !idle:
+		e.probe(ProbeExecQueued)
+	case p == callerRuns:
+		e.probe(ProbeExecCallerRuns)
+	case grew:
+		e.probe(ProbeExecGrewPastCore)
+	}
+	if atMax {
+		e.probe(ProbeExecPoolAtMax)
 	}
 	switch p {
 	case startWorker:
@@ -191,6 +210,13 @@ func (e *Executor) SubmitContext(ctx context.Context, label string, fn func()) {
 		e.mu.Lock()
 		e.counts.completed++
 		e.mu.Unlock()
+	}
+}
+
+// probe tells the embedder the executor hit name.
+func (e *Executor) probe(name string) {
+	if e.cfg.Probe != nil {
+		e.cfg.Probe(name)
 	}
 }
 
@@ -268,13 +294,14 @@ func (e *Executor) dismissLocked(w *worker) {
 // switches to take() once the pool is at core. Deciding this from the clock
 // at every state change (not in whichever timer goroutine runs first) keeps
 // the outcome independent of goroutine scheduling.
-func (e *Executor) expireLocked(now time.Time) {
+func (e *Executor) expireLocked(now time.Time) (retired bool) {
 	kept := e.idle[:0]
 	for _, w := range e.idle {
 		if w.timed && !w.deadline.After(now) {
 			w.timed = false
 			if e.pool > e.cfg.Core {
 				e.dismissLocked(w)
+				retired = true
 				continue
 			}
 		}
@@ -282,6 +309,7 @@ func (e *Executor) expireLocked(now time.Time) {
 	}
 	clear(e.idle[len(kept):])
 	e.idle = kept
+	return retired
 }
 
 // work is a worker goroutine: it runs its first task, then whatever next
@@ -321,16 +349,20 @@ func (e *Executor) next(w *worker) (task, bool) {
 	e.active--
 	e.counts.completed++
 	now := time.Now()
-	e.expireLocked(now)
+	// A retirement is told after the lock is let go, before anything
+	// that may block.
+	retired := e.expireLocked(now)
 	if t, ok := e.queue.pop(); ok {
 		e.active++
 		e.mu.Unlock()
+		e.probedRetired(retired)
 		return t, true
 	}
 	if e.shut {
 		e.pool--
 		e.goneLocked()
 		e.mu.Unlock()
+		e.probedRetired(retired)
 		return task{}, false
 	}
 	// Java decides once, when the worker starts waiting, whether it waits
@@ -340,7 +372,14 @@ func (e *Executor) next(w *worker) (task, bool) {
 	timed := w.timed
 	e.idle = append(e.idle, w)
 	e.mu.Unlock()
+	e.probedRetired(retired)
 	return e.await(w, timed)
+}
+
+func (e *Executor) probedRetired(retired bool) {
+	if retired {
+		e.probe(ProbeExecWorkerRetired)
+	}
 }
 
 // await blocks an idle worker until it is handed a task or told to exit.
@@ -359,8 +398,9 @@ func (e *Executor) await(w *worker, timed bool) (task, bool) {
 			return e.received(t)
 		case <-w.timer.C:
 			e.mu.Lock()
-			e.expireLocked(time.Now())
+			retired := e.expireLocked(time.Now())
 			e.mu.Unlock()
+			e.probedRetired(retired)
 		}
 	}
 	return e.received(<-w.handoff)

@@ -57,8 +57,15 @@ func (n *Node) submit(ctx context.Context, label string, task func(context.Conte
 // relayOne is single mode's per-recipient task: look the route up, relay.
 func (n *Node) relayOne(ctx context.Context, user string, m *relaypb.RelayedMessage) {
 	server, err := n.dir.Route(ctx, user)
-	if err != nil || server == "" || server == n.cfg.NodeID {
-		return // offline, or a stale route to us: the user catches up from the log
+	switch {
+	case err != nil:
+		return
+	case server == "":
+		n.probe(ProbeFanoutRouteUnknown)
+		return // offline: the user catches up from the log
+	case server == n.cfg.NodeID:
+		n.probe(ProbeFanoutRouteToSelf)
+		return // a stale route to us: the user catches up from the log
 	}
 	n.relay(ctx, server, []string{user}, m, ModeSingle)
 }
@@ -68,6 +75,7 @@ func (n *Node) relayOne(ctx context.Context, user string, m *relaypb.RelayedMess
 func (n *Node) bulkRoutes(ctx context.Context, users []string) map[string]string {
 	routes, err := n.dir.Routes(ctx, users)
 	if err != nil {
+		n.probe(ProbeFanoutRoutesFailed)
 		routes = make(map[string]string, len(users))
 		for _, u := range users {
 			routes[u] = ""

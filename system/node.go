@@ -83,7 +83,9 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	n.dir = NewDirectory(n.rdb)
 	n.dir.IdemTTL = cfg.IdemTTL
 	n.dir.Legacy = cfg.Legacy
+	n.dir.probe = n.probe
 	ec := cfg.Executor
+	ec.Probe = n.probe
 	// Tasks on workers and caller-runs tasks pass different gates: an
 	// embedder counts the tasks running on workers at once as PointTask
 	// released minus PointTaskDone reached, and a caller-runs task holds
@@ -104,6 +106,7 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	ec.OnPanic = func(label string, recovered any) {
 		n.cfg.Logf("relay node %s: task %q panicked (recovered): %v\n%s", n.cfg.NodeID, label, recovered, debug.Stack())
 		n.hooks.Observe(PanicEvent{Node: n.cfg.NodeID, Label: label, Value: fmt.Sprint(recovered)})
+		n.probe(ProbeExecPanic)
 	}
 	ec.OnSubmit = func(label, placement string) {
 		n.hooks.Observe(TaskEvent{Node: cfg.NodeID, Label: label, Placement: placement})
@@ -209,7 +212,9 @@ func (n *Node) Stop(ctx context.Context) {
 	for _, s := range n.sessionList() {
 		s.close(errNodeStopping)
 	}
-	_ = n.dir.Deregister(WithLabel(ctx, "stop "+n.cfg.NodeID), NodeInfo{ID: n.cfg.NodeID, Epoch: n.epoch})
+	if err := n.dir.Deregister(WithLabel(ctx, "stop "+n.cfg.NodeID), NodeInfo{ID: n.cfg.NodeID, Epoch: n.epoch}); err != nil {
+		n.probe(ProbeNodeDeregisterFailed)
+	}
 	graceful := make(chan struct{})
 	go func() {
 		defer close(graceful)
@@ -315,7 +320,9 @@ func (n *Node) refreshLoop(ctx context.Context) {
 			sessions[s.user] = s.gen
 		}
 		_ = n.dir.RefreshRoutes(ctx, n.cfg.NodeID, sessions, n.cfg.RouteTTL)
-		_ = n.dir.Heartbeat(ctx, NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: n.epoch, Protocol: n.cfg.Protocol}, n.cfg.RegistryTTL)
+		if err := n.dir.Heartbeat(ctx, NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: n.epoch, Protocol: n.cfg.Protocol}, n.cfg.RegistryTTL); err != nil {
+			n.probe(ProbeNodeHeartbeatFailed)
+		}
 	}
 }
 

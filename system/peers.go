@@ -57,12 +57,15 @@ type peer struct {
 func (p *peer) speaks() int { return min(p.protocol, int(p.spoken.Load())) }
 
 // downgrade records that the peer answered Unimplemented to a call of a
-// version above v.
-func (p *peer) downgrade(v int) {
+// version above v, and reports whether that lowered what it speaks.
+func (p *peer) downgrade(v int) bool {
 	for {
 		cur := p.spoken.Load()
-		if int(cur) <= v || p.spoken.CompareAndSwap(cur, int32(v)) {
-			return
+		if int(cur) <= v {
+			return false
+		}
+		if p.spoken.CompareAndSwap(cur, int32(v)) {
+			return true
 		}
 	}
 }
@@ -88,6 +91,7 @@ func (ps *peers) get(ctx context.Context, server string) (*peer, error) {
 	info, err := ps.n.dir.LookupNode(ctx, server)
 	switch {
 	case p != nil && err != nil:
+		ps.n.probe(ProbePeerRereadFailed)
 		return p, nil
 	case errors.Is(err, ErrUnknownNode):
 		return nil, err
@@ -116,6 +120,9 @@ func (ps *peers) install(info NodeInfo) (*peer, error) {
 	}
 	if p := ps.m[info.ID]; p != nil && p.epoch >= info.Epoch {
 		ps.mu.Unlock()
+		if p.epoch > info.Epoch {
+			ps.n.probe(ProbePeerKeptNewer)
+		}
 		p.read.Store(time.Now().UnixNano())
 		return p, nil
 	}
@@ -137,6 +144,7 @@ func (ps *peers) install(info NodeInfo) (*peer, error) {
 	ps.m[info.ID] = p
 	ps.mu.Unlock()
 	if old != nil {
+		ps.n.probe(ProbePeerReplaced)
 		old.close()
 	}
 	return p, nil
@@ -166,6 +174,9 @@ func (ps *peers) forget(server string, epoch uint64) {
 	p := ps.m[server]
 	if p == nil || p.epoch != epoch {
 		ps.mu.Unlock()
+		if p != nil && p.epoch > epoch {
+			ps.n.probe(ProbePeerForgetSpared)
+		}
 		return
 	}
 	delete(ps.m, server)

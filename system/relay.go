@@ -79,6 +79,7 @@ func (r *relayServer) RelayMessage(ctx context.Context, req *relaypb.RelayMessag
 
 func (r *relayServer) RelayBulkMessage(ctx context.Context, req *relaypb.RelayBulkMessageRequest) (*relaypb.RelayMessageResponse, error) {
 	if r.n.cfg.Protocol < ProtocolV2 {
+		r.n.probe(ProbeRelayRecvUnsupported)
 		return nil, status.Errorf(codes.Unimplemented, "relay protocol v%d has no RelayBulkMessage", r.n.cfg.Protocol)
 	}
 	if err := r.check(req.GetMessage(), req.GetTargetEpoch(), len(req.GetRecipients())); err != nil {
@@ -103,12 +104,15 @@ func (r *relayServer) check(m *relaypb.RelayedMessage, epoch uint64, recipients 
 	case len(m.Payload) == 0:
 		return status.Error(codes.InvalidArgument, "empty payload")
 	case len(m.Payload) > n.cfg.MaxPayload:
+		n.probe(ProbeRelayRecvOverLimit)
 		return status.Errorf(codes.InvalidArgument, "payload of %d bytes exceeds the limit of %d", len(m.Payload), n.cfg.MaxPayload)
 	case recipients == 0:
 		return status.Error(codes.InvalidArgument, "relay without recipients")
 	case recipients > n.cfg.MaxRecipients:
+		n.probe(ProbeRelayRecvOverLimit)
 		return status.Errorf(codes.InvalidArgument, "%d recipients exceed the limit of %d", recipients, n.cfg.MaxRecipients)
 	case epoch != 0 && epoch != n.epoch:
+		n.probe(ProbeRelayRecvStaleEpoch)
 		return status.Errorf(codes.FailedPrecondition, "relay for %s epoch %d reached epoch %d", n.cfg.NodeID, epoch, n.epoch)
 	}
 	return n.checkName("room", m.Room)
@@ -120,6 +124,7 @@ func (n *Node) deliverLocal(ctx context.Context, m *relaypb.RelayedMessage, user
 	for _, u := range users {
 		s := n.localSession(u)
 		if s == nil {
+			n.probe(ProbeRelayRecvNotLocal)
 			resp.NotLocal++
 			continue
 		}
@@ -150,12 +155,17 @@ func (n *Node) relay(ctx context.Context, server string, recipients []string, m 
 		n.hooks.Observe(RelayEvent{Node: n.cfg.NodeID, Target: server, Room: m.Room, Seq: m.Seq, Recipients: len(recipients), Mode: how, Bulk: how != ModeSingle, Attempt: attempt, Err: err})
 		recipients = recipients[reached:]
 		if status.Code(err) == codes.Unimplemented && how != ModeSingle {
+			n.probe(ProbeRelayFallback)
 			attempt-- // an older peer, not a failure: fall back at once
 			continue
+		}
+		if err != nil && retryable(err) && !errors.Is(err, errLinkFull) && ctx.Err() == nil && attempt == n.cfg.RelayAttempts {
+			n.probe(ProbeRelayGaveUp)
 		}
 		if err == nil || !retryable(err) || errors.Is(err, errLinkFull) || ctx.Err() != nil || attempt == n.cfg.RelayAttempts {
 			return
 		}
+		n.probe(ProbeRelayRetried)
 		// React on the incarnation this attempt used, not on whatever is
 		// current by now.
 		var used *attemptError
@@ -165,6 +175,11 @@ func (n *Node) relay(ctx context.Context, server string, recipients []string, m 
 		}
 		switch {
 		case status.Code(err) == codes.FailedPrecondition || errors.Is(err, ErrUnknownNode):
+			if errors.Is(err, ErrUnknownNode) {
+				n.probe(ProbeRelayUnknownNode)
+			} else {
+				n.probe(ProbeRelayStaleEpoch)
+			}
 			n.peers.forget(server, epoch)
 		case status.Code(err) == codes.Unavailable:
 			n.peers.refresh(ctx, server, epoch)
@@ -205,6 +220,7 @@ func (n *Node) relayOnce(ctx context.Context, server string, recipients []string
 	if cc == nil {
 		// Replaced or forgotten since get returned it: retry on whatever
 		// is current by the next attempt.
+		n.probe(ProbeRelayPeerReplaced)
 		return mode, 0, &attemptError{epoch: p.epoch, err: status.Errorf(codes.Unavailable, "relay %s#%d to %s: connections to epoch %d closed", m.Room, m.Seq, server, p.epoch)}
 	}
 	client := relaypb.NewRelayClient(cc)
@@ -228,7 +244,9 @@ func (n *Node) relayOnce(ctx context.Context, server string, recipients []string
 	}
 	if err != nil {
 		if status.Code(err) == codes.Unimplemented {
-			p.downgrade(mode.Protocol() - 1)
+			if p.downgrade(mode.Protocol() - 1) {
+				n.probe(ProbePeerDowngraded)
+			}
 		}
 		return mode, reached, &attemptError{epoch: p.epoch, err: fmt.Errorf("relay %s#%d to %s: %w", m.Room, m.Seq, server, err)}
 	}

@@ -73,6 +73,7 @@ func (s *session) acquire(ctx context.Context) error {
 		}
 		freed := s.freed
 		s.lockMu.Unlock()
+		s.node.probe(ProbeSessionLockWaited)
 		// Whatever wakes the waiter (a release, the session ending, the
 		// context), it parks again before acting on it.
 		select {
@@ -118,10 +119,12 @@ func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
 	}
 	defer s.release()
 	if s.isClosed() {
+		s.node.probe(ProbeSessionClosedOnDeliver)
 		return errSessionClosed
 	}
 	last, known := s.last[d.Room]
 	if d.Seq <= last {
+		s.node.probe(ProbeSessionDuplicate)
 		return nil // duplicate (a retried relay, or already replayed)
 	}
 	if known && d.Seq == last+1 {
@@ -129,10 +132,15 @@ func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
 		// membership atomically with the seq, so it lies inside a window.
 		return s.pushLocked(d)
 	}
+	if known {
+		s.node.probe(ProbeSessionGap)
+	} else {
+		s.node.probe(ProbeSessionFirstOfRoom)
+	}
 	// A gap, or the first message of a room this session has not seen:
 	// fill from the log, and deliver d only if it is inside a window (a
 	// stale relay or a late joiner must not receive it).
-	wins, err := s.fillLocked(ctx, d.Room, d.Seq-1)
+	wins, _, err := s.fillLocked(ctx, d.Room, d.Seq-1, ProbeSessionGapWaitedFull)
 	if err != nil {
 		return err
 	}
@@ -140,10 +148,11 @@ func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
 		return nil
 	}
 	if !inWindows(wins, d.Seq) {
+		s.node.probe(ProbeSessionOutsideWindow)
 		s.last[d.Room] = d.Seq
 		return nil
 	}
-	return s.pushWaitLocked(ctx, d)
+	return s.pushWaitLocked(ctx, d, ProbeSessionGapWaitedFull)
 }
 
 func inWindows(wins []Window, seq uint64) bool {
@@ -157,8 +166,9 @@ func inWindows(wins []Window, seq uint64) bool {
 
 // catchUp replays everything of room up to its current seq (after connect),
 // at the client's pace: a backlog longer than the outbox waits for the
-// stream rather than ending the session.
-func (s *session) catchUp(ctx context.Context, room string) error {
+// stream rather than ending the session. periodic: a catch-up tick, not
+// the replay after connect.
+func (s *session) catchUp(ctx context.Context, room string, periodic bool) error {
 	seq, err := s.node.dir.RoomSeq(ctx, room)
 	if err != nil {
 		return err
@@ -167,19 +177,24 @@ func (s *session) catchUp(ctx context.Context, room string) error {
 		return err
 	}
 	defer s.release()
-	_, err = s.fillLocked(ctx, room, seq)
+	_, pushed, err := s.fillLocked(ctx, room, seq, ProbeSessionReplayWaitedFull)
+	if periodic && pushed > 0 {
+		s.node.probe(ProbeSessionCatchUpFilled)
+	}
 	return err
 }
 
 // fillLocked delivers the room-log entries after last and up to upto that lie
-// inside the user's membership windows, and returns the windows it read. It
-// waits for room in the outbox (pushWaitLocked), for replay and live gap
-// fills alike: the client sets the pace.
-func (s *session) fillLocked(ctx context.Context, room string, upto uint64) ([]Window, error) {
+// inside the user's membership windows, and returns the windows it read
+// and how many entries it pushed. It waits for room in the outbox
+// (pushWaitLocked, which hits waitProbe when it waits), for replay and
+// live gap fills alike: the client sets the pace.
+func (s *session) fillLocked(ctx context.Context, room string, upto uint64, waitProbe string) ([]Window, int, error) {
 	last := s.last[room]
+	pushed := 0
 	wins, err := s.node.dir.Windows(ctx, room, s.user)
 	if err != nil {
-		return nil, fmt.Errorf("fill %s for %s: %w", room, s.user, err)
+		return nil, 0, fmt.Errorf("fill %s for %s: %w", room, s.user, err)
 	}
 	for _, w := range wins {
 		from, to := max(w.From, last+1), upto
@@ -191,19 +206,20 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64) ([]W
 		}
 		entries, err := s.node.dir.Log(ctx, room, from, to)
 		if err != nil {
-			return nil, fmt.Errorf("fill %s for %s: %w", room, s.user, err)
+			return nil, pushed, fmt.Errorf("fill %s for %s: %w", room, s.user, err)
 		}
 		for _, e := range entries {
 			d := &relaypb.Delivery{Room: room, Seq: e.Seq, MsgId: e.MsgID, Sender: e.Sender, Payload: e.Payload, FromLog: true}
-			if err := s.pushWaitLocked(ctx, d); err != nil {
-				return nil, err
+			if err := s.pushWaitLocked(ctx, d, waitProbe); err != nil {
+				return nil, pushed, err
 			}
+			pushed++
 		}
 	}
 	// Seqs outside every window are skipped, not owed: move past them. The
 	// room is known from now on, even when nothing was owed.
 	s.last[room] = max(s.last[room], upto)
-	return wins, nil
+	return wins, pushed, nil
 }
 
 // pushLocked queues d for the client. A client whose outbox is full is a slow
@@ -214,24 +230,37 @@ func (s *session) pushLocked(d *relaypb.Delivery) error {
 		s.last[d.Room] = d.Seq
 		return nil
 	default:
+		s.node.probe(ProbeSessionSlowConsumer)
 		s.close(status.Errorf(codes.ResourceExhausted, "client %s too slow: %d deliveries pending", s.user, len(s.out)))
 		return s.err()
 	}
 }
 
 // pushWaitLocked queues d, waiting while the outbox is full, until the
-// session ends.
-func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery) error {
+// session ends. A wait hits waitProbe (and how it ended, its own probe).
+func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery, waitProbe string) error {
 	if err := s.ended(ctx); err != nil {
 		return err
+	}
+	// Only the pump takes from out, and only the lock holder puts: a
+	// full outbox now means the push below waits (a read, no decision).
+	waits := len(s.out) == cap(s.out)
+	if waits {
+		s.node.probe(waitProbe)
 	}
 	select {
 	case s.out <- d:
 		s.last[d.Room] = d.Seq
 		return nil
 	case <-s.done:
+		if waits {
+			s.node.probe(ProbeSessionEndedWhileWaiting)
+		}
 		return s.err()
 	case <-ctx.Done():
+		if waits {
+			s.node.probe(ProbeSessionWaitCancelled)
+		}
 		return ctx.Err()
 	}
 }

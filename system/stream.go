@@ -125,10 +125,12 @@ func (l *link) enqueue(ctx context.Context, m *relaypb.RelayedMessage, recipient
 	switch {
 	case l.closed:
 		l.mu.Unlock()
+		l.n.probe(ProbeStreamLinkClosed)
 		return status.Errorf(codes.Unavailable, "relay %s#%d to %s: link %s closed", m.Room, m.Seq, l.p.server, l.name)
 	case len(l.queue) >= l.n.cfg.StreamQueue || len(l.queue)+l.held >= l.n.cfg.StreamBacklog:
 		q, h := len(l.queue), l.held
 		l.mu.Unlock()
+		l.n.probe(ProbeStreamBacklogFull)
 		return fmt.Errorf("relay %s#%d to %s: link %s holds %d queued and %d unacknowledged items (bounds %d queued, %d in all): %w",
 			m.Room, m.Seq, l.p.server, l.name, q, h, l.n.cfg.StreamQueue, l.n.cfg.StreamBacklog,
 			errors.Join(errLinkFull, status.Error(codes.ResourceExhausted, "link backlog full")))
@@ -264,6 +266,7 @@ func (l *link) isClosed() bool {
 // reports whether an ack made progress.
 func (l *link) step(cur *relayStream) (*relayStream, bool, error) {
 	l.mu.Lock()
+	carried := len(l.unacked) // left by a stream that broke (or acked short)
 	for _, it := range l.queue {
 		it.LinkSeq = l.next
 		l.next++
@@ -283,6 +286,9 @@ func (l *link) step(cur *relayStream) (*relayStream, bool, error) {
 		if cur, err = l.open(); err != nil {
 			return nil, false, err
 		}
+		if carried > 0 {
+			l.n.probe(ProbeStreamResent)
+		}
 	}
 	// Items not yet on this stream: all of unacked on a new stream.
 	for _, it := range l.unacked[cur.written:] {
@@ -292,6 +298,11 @@ func (l *link) step(cur *relayStream) (*relayStream, bool, error) {
 		cur.written++
 	}
 	if cur.written >= l.n.cfg.StreamBatch || lingered(cur) {
+		if cur.written >= l.n.cfg.StreamBatch {
+			l.n.probe(ProbeStreamBatchAck)
+		} else {
+			l.n.probe(ProbeStreamLingerAck)
+		}
 		before := len(l.unacked)
 		err := l.ack(cur)
 		return nil, err == nil && len(l.unacked) < before, err
@@ -335,7 +346,9 @@ func (l *link) open() (*relayStream, error) {
 func (l *link) write(cur *relayStream, it *relaypb.RelayStreamItem) error {
 	watchdog := time.AfterFunc(l.n.cfg.RelayTimeout, cur.cancel)
 	err := cur.s.Send(it)
-	watchdog.Stop()
+	if !watchdog.Stop() {
+		l.n.probe(ProbeStreamWatchdog)
+	}
 	if err == nil {
 		return nil
 	}
@@ -351,13 +364,18 @@ func (l *link) ack(cur *relayStream) error {
 	cur.stop()
 	watchdog := time.AfterFunc(l.n.cfg.RelayTimeout, cur.cancel)
 	resp, err := cur.s.CloseAndRecv()
-	watchdog.Stop()
+	if !watchdog.Stop() {
+		l.n.probe(ProbeStreamWatchdog)
+	}
 	if err != nil {
 		return &attemptError{epoch: l.p.epoch, err: fmt.Errorf("close %s: %w", l.name, err)}
 	}
 	i := 0
 	for i < len(l.unacked) && l.unacked[i].LinkSeq <= resp.Acked {
 		i++
+	}
+	if i < cur.written {
+		l.n.probe(ProbeStreamPartialAck)
 	}
 	l.unacked = append([]*relaypb.RelayStreamItem(nil), l.unacked[i:]...)
 	l.setHeld()
@@ -374,10 +392,14 @@ func (l *link) ack(cur *relayStream) error {
 func (l *link) giveUp(err error, failures int) bool {
 	n := l.n
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "broken", Items: len(l.unacked), Err: err})
+	n.probe(ProbeStreamBroken)
 	code := status.Code(err)
 	switch {
 	case code == codes.Unimplemented:
-		l.p.downgrade(ProtocolV2)
+		n.probe(ProbeStreamFallback)
+		if l.p.downgrade(ProtocolV2) {
+			n.probe(ProbePeerDowngraded)
+		}
 		items := l.takeAll()
 		n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "fallback", Items: len(items), Err: err})
 		for _, it := range items {
@@ -402,6 +424,7 @@ func (l *link) giveUp(err error, failures int) bool {
 	}
 	items := l.takeAll()
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "drop", Items: len(items), Err: err})
+	n.probe(ProbeStreamGaveUp)
 	return true
 }
 
@@ -418,6 +441,7 @@ func (l *link) isolate(err error) {
 	n := l.n
 	items := l.takeAll()
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "isolate", Items: len(items), Err: err})
+	n.probe(ProbeStreamIsolated)
 	for _, it := range items {
 		ctx := WithLabel(n.ctx, fmt.Sprintf("isolate %s#%d ->%s", it.Message.Room, it.Message.Seq, l.p.server))
 		n.relay(ctx, l.p.server, it.Recipients, it.Message, ModeBulk)
@@ -436,9 +460,11 @@ func (l *link) handover() {
 	}
 	if n.ctx.Err() != nil {
 		n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "drop", Items: len(items), Err: errNodeStopping})
+		n.probe(ProbeStreamDropStopping)
 		return
 	}
 	n.hooks.Observe(StreamEvent{Node: n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "handover", Items: len(items)})
+	n.probe(ProbeStreamHandover)
 	wakes := &deferredWakes{}
 	for _, it := range items {
 		ctx := WithMessage(WithLabel(n.ctx, fmt.Sprintf("handover %s#%d ->%s from %s", it.Message.Room, it.Message.Seq, l.p.server, l.name)), messageOf(it.Message))
@@ -523,8 +549,10 @@ func (n *Node) claim(key linkKey, l linkSeen, seq uint64) bool {
 	cur, seen := n.links[key]
 	switch {
 	case seen && cur.newer(l):
+		n.probe(ProbeStreamRecvOlderLink)
 		return false
 	case seen && !l.newer(cur) && seq <= cur.seq:
+		n.probe(ProbeStreamRecvDuplicate)
 		return false
 	}
 	l.seq = seq
@@ -545,6 +573,7 @@ func (n *Node) acked(key linkKey, l linkSeen) uint64 {
 func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 	n := r.n
 	if n.cfg.Protocol < ProtocolV3 {
+		n.probe(ProbeRelayRecvUnsupported)
 		return status.Errorf(codes.Unimplemented, "relay protocol v%d has no RelayStream", n.cfg.Protocol)
 	}
 	var key linkKey

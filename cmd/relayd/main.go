@@ -80,6 +80,7 @@ type options struct {
 	channels   int
 	// takeover starts the node even when its id's registry entry is live.
 	takeover bool
+	probes   string // -probes: the file the code probes hit are added to
 	// peerAddrs rewrites peer addresses before dialling (advertised ->
 	// dialled), e.g. to reach a peer through a proxy.
 	peerAddrs map[string]string
@@ -118,6 +119,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.token, "token", "", "cluster token that authenticates node-to-node calls (required) [RELAYD_TOKEN]")
 	fs.StringVar(&o.userSecret, "user-secret", "", "secret keying the users' credentials; empty: clients are not authenticated [RELAYD_USER_SECRET]")
 	fs.IntVar(&o.channels, "channels", def.ChannelsPerPeer, "gRPC connections kept to each peer [RELAYD_CHANNELS]")
+	fs.StringVar(&o.probes, "probes", "", "count the code probes the node hits (docs/probes.md) and add them, at a graceful exit, to the JSON object in this file [RELAYD_PROBES]")
 	fs.BoolVar(&o.takeover, "takeover", false, "start even when the node id is held by a live process (its registry entry's heartbeat is fresh); without it such a start is refused [RELAYD_TAKEOVER]")
 	var peerAddrs string
 	fs.StringVar(&peerAddrs, "peer-addr", "", "dial a peer advertised at ADDR through VIA instead: ADDR=VIA[,ADDR=VIA...] (e.g. through a proxy) [RELAYD_PEER_ADDR]")
@@ -222,7 +224,13 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 		ChannelsPerPeer: o.channels,
 		Legacy:          o.legacy,
 	}
-	node, err := system.New(cfg, system.Deps{Listener: lis, Redis: &redis.Options{Addr: o.redis}, Dial: peerDialer(o.peerAddrs)})
+	deps := system.Deps{Listener: lis, Redis: &redis.Options{Addr: o.redis}, Dial: peerDialer(o.peerAddrs)}
+	var probes *probeFile
+	if o.probes != "" {
+		probes = &probeFile{path: o.probes, hits: map[string]int{}}
+		deps.Probes = probes
+	}
+	node, err := system.New(cfg, deps)
 	if err != nil {
 		lis.Close()
 		return err
@@ -251,6 +259,11 @@ func run(ctx context.Context, o options, logger *log.Logger) error {
 	defer cancel()
 	node.Stop(stopCtx)
 	logger.Printf("node %s stopped", o.node)
+	if probes != nil {
+		if err := probes.write(); err != nil {
+			return fmt.Errorf("-probes: %w", err)
+		}
+	}
 	return nil
 }
 

@@ -64,6 +64,7 @@ func cmdEquiv(args []string, stdout, stderr io.Writer) int {
 		s.Replay = equivCommand(f)
 		s.Evidence = violatedLines(evidenceOf(nil, runs...), vs[:min(10, len(vs))])
 	}
+	s.Probes = sumProbes(runs...)
 	writeSummary(stdout, s)
 	fmt.Fprintf(stdout, "equiv-hashes: %s\n", strings.Join(hashes, " "))
 	return code

@@ -120,10 +120,16 @@ func TestRunPrintsStableTraceHash(t *testing.T) {
 	assert.Equal(t, "runs: 10 failed: 0", last)
 	out, err := exec.Command(bin, "sweep", "-seeds", "1-2", "-mode", "bulk", "-equiv=false", "-j", "2", "-isolate", "-junit", filepath.Join(dir, "p.xml")).Output()
 	require.NoError(t, err)
-	lines := strings.SplitAfter(string(out), "\n")
-	require.Len(t, lines, 4, "%q", out) // the coverage line, the counts, the last line, ""
+	// The coverage line, the probe block (docs/probes.md), the counts,
+	// the last line.
+	lines := strings.SplitAfter(strings.TrimSuffix(string(out), "\n"), "\n")
+	require.Greater(t, len(lines), 5, "%q", out)
 	assert.True(t, strings.HasPrefix(lines[0], "coverage: of 4 runs, met: "), "%q", lines[0])
-	assert.Equal(t, "sweep: 2 seeds x 2 runs (bulk, churn-only bulk) = 4 runs; failed: 0 seeds, 0 runs\nruns: 4 failed: 0\n", strings.Join(lines[1:], ""))
+	assert.Equal(t, "probes hit, of 4 runs:\n", lines[1])
+	n := len(lines)
+	assert.Regexp(t, `^probes: \d+/\d+ hit\n$`, lines[n-4])
+	assert.True(t, strings.HasPrefix(lines[n-3], "never hit: "), "%q", lines[n-3])
+	assert.Equal(t, "sweep: 2 seeds x 2 runs (bulk, churn-only bulk) = 4 runs; failed: 0 seeds, 0 runs\nruns: 4 failed: 0", strings.Join(lines[n-2:], ""))
 
 	// A job run by a worker process, after other jobs in that process,
 	// prints what the command run alone prints: the same trace hashes.

@@ -67,6 +67,10 @@ type runSummary struct {
 	// Coverage is how often the run met each part of the widened world
 	// (sim.Coverage.Items; run and replay only).
 	Coverage map[string]int `json:"coverage,omitempty"`
+	// Probes counts the relay's code probes the run hit, by name (only
+	// those hit; sim.Result.Probes; run and replay, and equiv: its runs'
+	// sum). The sweep tallies them (probes.go).
+	Probes map[string]int `json:"probes,omitempty"`
 }
 
 // exitCode classifies a finished run.
@@ -133,6 +137,7 @@ func printSummary(w io.Writer, command string, r *sim.Result, code int, replay s
 			s.Coverage[it.Name] = it.Count
 		}
 	}
+	s.Probes = r.Probes
 	writeSummary(w, s)
 }
 

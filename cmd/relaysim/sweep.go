@@ -40,6 +40,8 @@ type sweepOpts struct {
 	junit   string
 	shard   shard
 	from    string // where the shard came from ("" for the whole range)
+	// requireProbes are the code probes some run must hit (probes.go).
+	requireProbes []string
 }
 
 // sweepSpec is a parsed sweep command line.
@@ -51,6 +53,7 @@ type sweepSpec struct {
 	// nseeds seeds of perSeed runs each (modes: their names).
 	nseeds, perSeed int
 	modes           string
+	unhit           []string // required probes no run hit (probeVerdict)
 }
 
 // parseSweep reads a sweep's flags, and its shard from getenv when no
@@ -66,6 +69,7 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 	f.fs.DurationVar(&o.timeout, "job-timeout", 10*time.Minute, "wall time after which a run counts as hung and its process is killed")
 	f.fs.BoolVar(&o.isolate, "isolate", false, "run every job in a fresh process of its own (slower; the way sweeps ran before worker processes)")
 	equiv := f.fs.Bool("equiv", true, "also run each seed's calm variant in every mode and compare deliveries (mode equivalence)")
+	requireProbes := f.fs.String("require-probes", "", "fail (exit 1) when one of these code probes (all, or a comma-separated list; docs/probes.md) is hit by no run of the sweep (of this shard, with -shard)")
 	churn := f.fs.Bool("churn-variant", true, "also run each seed's churn-only variant (its own membership and connection churn, no fault; timely delivery judged with no fault excuse) in each swept mode (off by itself under -upgrade or -calm)")
 	f.fs.Lookup("mode").Usage = "relay mode: single, bulk, stream, both (single and bulk) or all"
 	f.fs.Lookup("seed").Usage = "not a sweep flag: a sweep runs -seeds (-seeds 0x2a runs one seed)"
@@ -92,6 +96,9 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 	}
 	lo, hi, err := seedRange(*seeds)
 	if err != nil {
+		return nil, err
+	}
+	if o.requireProbes, err = parseRequireProbes(*requireProbes); err != nil {
 		return nil, err
 	}
 	if o.shard, o.from, err = resolveShard(*shardFlag, *shards, getenv); err != nil {
@@ -205,6 +212,7 @@ func (sp *sweepSpec) verdict(stdout io.Writer) int {
 	if line := sweepCoverage(sp.jobs); line != "" {
 		fmt.Fprintln(stdout, line)
 	}
+	code = worse(code, sp.probeVerdict(stdout))
 	fmt.Fprintf(stdout, "sweep: %d seeds x %d runs (%s) = %d runs; failed: %d seeds, %d runs\n",
 		sp.nseeds, sp.perSeed, sp.modes, len(sp.jobs), len(badSeeds), failed)
 	if line := sweepCoverLine(); line != "" { // -cover DIR: cover.go
@@ -214,6 +222,7 @@ func (sp *sweepSpec) verdict(stdout io.Writer) int {
 	if code != exitOK && code != exitFail {
 		code = exitHarness // a hung job, or a crash the Go runtime exited 2 for
 	}
+	sp.writeResult(code)
 	return code
 }
 
@@ -366,7 +375,7 @@ func (j *sweepJob) evidence() string {
 // passThrough returns the run flags the user set, for the child runs.
 func passThrough(fs *flag.FlagSet) []string {
 	skip := map[string]bool{"seeds": true, "j": true, "shard": true, "shards": true, "mode": true, "seed": true, "trace": true,
-		"equiv": true, "churn-variant": true, "junit": true, "job-timeout": true, "isolate": true}
+		"equiv": true, "churn-variant": true, "junit": true, "job-timeout": true, "isolate": true, "require-probes": true}
 	var out []string
 	fs.Visit(func(fl *flag.Flag) {
 		if !skip[fl.Name] {
