@@ -25,10 +25,10 @@ type sweepJob struct {
 	// wide runs the job with -alphabet=wide: the sweep's draw for the
 	// seed (sim.SweepAlphabet) when the sweep was given no -alphabet.
 	wide bool
-	hash  string
-	ok    bool
-	code  int // the run's exit code (exitHarness for a hang or a crash)
-	out   string
+	hash string
+	ok   bool
+	code int // the run's exit code (exitHarness for a hang or a crash)
+	out  string
 	// summary is the run's typed result (nil when it has none: a crash,
 	// a hang); the sweep reads it, never out, which it keeps for people.
 	summary *runSummary
