@@ -17,6 +17,7 @@ func Check(h *History) []Violation {
 		CheckForgedRejected,
 		CheckContent,
 		CheckBadNamesRefused,
+		CheckBadNodeIDs,
 		CheckBacklog,
 		CheckRelayMode,
 		CheckStreamBackoff,
@@ -39,7 +40,7 @@ func Check(h *History) []Violation {
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBacklog, CheckRelayMode, CheckStreamBackoff,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBadNodeIDs, CheckBacklog, CheckRelayMode, CheckStreamBackoff,
 	} {
 		out = append(out, c(h)...)
 	}

@@ -357,6 +357,9 @@ type History struct {
 	// incarnation: the registry's refresh interval (0: relay modes are
 	// unchecked).
 	ModeRefresh time.Duration
+	// BadNodeStarts are the harness's attempts to start a node with a
+	// malformed id (CheckBadNodeIDs).
+	BadNodeStarts []BadNodeStart
 	// GoroutineBound returns the most goroutines a node may have at a
 	// sample, from its connections and the pool maximum (nil: unchecked).
 	GoroutineBound func(s Sample) int

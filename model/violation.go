@@ -24,6 +24,7 @@ const (
 	PropForged          = "forged-rejected"
 	PropContent         = "content-integrity"
 	PropBadNames        = "bad-names-refused"
+	PropBadNodeIDs      = "bad-node-ids-refused"
 	PropBacklog         = "bounded-backlog"
 	PropRelayMode       = "relay-mode"
 	PropStreamBackoff   = "stream-backoff"
@@ -32,7 +33,7 @@ const (
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBacklog, PropRelayMode, PropStreamBackoff, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBadNodeIDs, PropBacklog, PropRelayMode, PropStreamBackoff, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it

@@ -31,6 +31,7 @@ var judged = []check{
 	{model.PropForged, model.CheckForgedRejected},
 	{model.PropContent, model.CheckContent},
 	{model.PropBadNames, model.CheckBadNamesRefused},
+	{model.PropBadNodeIDs, model.CheckBadNodeIDs},
 	{model.PropStreamLeak, model.CheckStreamLeaks},
 	{model.PropGoroutineLeak, model.CheckGoroutineLeaks},
 }

@@ -234,11 +234,12 @@ func TestStoryCarriesEveryKnob(t *testing.T) {
 		"Actions": "the actions block", "Faults": "the faults block", "Mix": "the mix command",
 	}
 	special := map[string]func(c *sim.Config){
-		"Mode":                 func(c *sim.Config) { c.Mode = system.ModeStream },
-		"Scheduler":            func(c *sim.Config) { c.Scheduler = "pct" },
-		"WorkloadConfig.Names": func(c *sim.Config) { c.Names = sim.NamesASCII },
-		"Versions":             func(c *sim.Config) { c.Versions = []int{1, 2} },
-		"Upgrade":              func(c *sim.Config) { c.Upgrade = &sim.Upgrade{From: 1, To: 3} },
+		"Mode":                    func(c *sim.Config) { c.Mode = system.ModeStream },
+		"Scheduler":               func(c *sim.Config) { c.Scheduler = "pct" },
+		"WorkloadConfig.Names":    func(c *sim.Config) { c.Names = sim.NamesASCII },
+		"WorkloadConfig.Alphabet": func(c *sim.Config) { c.Alphabet = sim.AlphabetWide },
+		"Versions":                func(c *sim.Config) { c.Versions = []int{1, 2} },
+		"Upgrade":                 func(c *sim.Config) { c.Upgrade = &sim.Upgrade{From: 1, To: 3} },
 		"CPU": func(c *sim.Config) {
 			m, err := sim.CostByName("calibrated")
 			require.NoError(t, err)

@@ -30,6 +30,9 @@ type ClusterConfig struct {
 	Mode              system.Mode
 	Nodes             int
 	Executor          system.ExecutorConfig
+	// Alphabet AlphabetWide draws the node ids from WideNodeIDs and tries
+	// once to start a node with a malformed id (tryBadNodeID).
+	Alphabet Alphabet
 	// Node tunes every node's config (ids, addresses and mode are set by
 	// the cluster); nil keeps the defaults.
 	Node     func(*system.Config)
@@ -189,8 +192,15 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c.faults.init(cfg.Mix)
 	c.Redis = miniredis.NewMiniRedis()
 	c.Redis.ClockTTL(true)
+	var wideIDs []string
+	if cfg.Alphabet == AlphabetWide {
+		wideIDs = WideNodeIDs(cfg.Seed.Derive("node-ids").Rand(), cfg.Nodes)
+	}
 	for i := range cfg.Nodes {
 		sn := &simNode{idx: i, id: fmt.Sprintf("n%d", i+1), protocol: system.ProtocolLatest}
+		if wideIDs != nil {
+			sn.id = wideIDs[i]
+		}
 		if i < len(cfg.Versions) && cfg.Versions[i] != 0 {
 			sn.protocol = cfg.Versions[i]
 		}
@@ -209,8 +219,35 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 			return c, fmt.Errorf("start %s: %w", sn.id, err)
 		}
 	}
+	if cfg.Alphabet == AlphabetWide {
+		c.tryBadNodeID()
+	}
 	c.faults.on = true
 	return c, nil
+}
+
+// tryBadNodeID tries once to build a node whose id is one of BadNodeIDs
+// (drawn from a sub-seed of its own, "bad-node-ids"), configured like the
+// cluster's nodes in every other respect, and records whether the relay
+// refused it (model.BadNodeStart; bad-node-ids-refused judges it). A
+// node the relay accepts is killed at once, never started.
+func (c *Cluster) tryBadNodeID() {
+	id := BadNodeIDs[c.cfg.Seed.Derive("bad-node-ids").Rand().IntN(len(BadNodeIDs))]
+	cfg := system.DefaultConfig()
+	if c.cfg.Node != nil {
+		c.cfg.Node(&cfg)
+	}
+	cfg.NodeID, cfg.Advertise, cfg.Mode = id, "bad-node-id", c.cfg.Mode
+	cfg.ClusterToken, cfg.UserSecret = clusterToken, c.userSecret
+	n, err := system.New(cfg, system.Deps{Listener: c.Net.Listen("bad-node-id"), Redis: c.redisOptions(), TargetScheme: "passthrough"})
+	rec := model.BadNodeStart{ID: id, At: c.Now(), Started: err == nil}
+	if err != nil {
+		rec.Err = err.Error()
+	} else {
+		n.Kill()
+	}
+	rec.TraceLine = c.Trace.Event(c.Now(), "harness", "node.bad-id %q started=%t err=%v", id, rec.Started, err)
+	c.rec.badNodeStart(rec)
 }
 
 // drive runs f in its own goroutine while the driver keeps scheduling, and

@@ -229,3 +229,128 @@ func (cl *Client) badConnect(a Action, n int, inv invocation) {
 	c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try1", n), Touch: c.tClient(cl.user)})
 	cl.record(a, inv, node, 1, reply{}, err)
 }
+
+// Alphabet is how wide a run's identifiers are drawn (a run flag and
+// story knob, -alphabet): AlphabetPlain, the default, runs nodes n1, n2,
+// ... and the malformed names of BadNames; AlphabetWide draws valid node
+// ids from a wider alphabet (WideNodeIDs), tries once at start-up to start
+// a node whose id is malformed (BadNodeIDs: it must be refused), and adds
+// one malformed-name call whose name holds a Unicode format character
+// (FormatNames). Every wide draw comes from a sub-seed of its own, and a
+// plain run draws none of them: the default runs' traces do not move.
+// `relaysim sweep` runs about half the seeds wide (SweepAlphabet).
+type Alphabet string
+
+const (
+	AlphabetPlain Alphabet = ""
+	AlphabetWide  Alphabet = "wide"
+)
+
+// ParseAlphabet reads an Alphabet ("" or "plain", "wide").
+func ParseAlphabet(s string) (Alphabet, error) {
+	switch s {
+	case "", "plain":
+		return AlphabetPlain, nil
+	case string(AlphabetWide):
+		return AlphabetWide, nil
+	}
+	return "", fmt.Errorf("unknown alphabet %q (want plain or wide)", s)
+}
+
+// String is the alphabet's flag value.
+func (a Alphabet) String() string {
+	if a == AlphabetPlain {
+		return "plain"
+	}
+	return string(a)
+}
+
+// SweepAlphabet is the sweep's draw for a seed it is not told the
+// alphabet of: wide for about half the seeds, from a sub-seed of its own
+// ("alphabet"). The sweep then runs every job of that seed with
+// -alphabet=wide, and its replay commands say so.
+func SweepAlphabet(seed Seed) Alphabet {
+	if seed.Derive("alphabet").Rand().IntN(2) == 0 {
+		return AlphabetWide
+	}
+	return AlphabetPlain
+}
+
+// FormatChars are Unicode format characters (category Cf): invisible, so
+// a name holding one displays as another name.
+var FormatChars = []rune{
+	'\u200b',     // zero width space
+	'\u200d',     // zero width joiner
+	'\u202e',     // right-to-left override
+	'\ufeff',     // zero width no-break space (BOM)
+	'\u2060',     // word joiner
+	'\u00ad',     // soft hyphen
+	'\u061c',     // Arabic letter mark
+	'\U000E0041', // tag latin capital letter A
+}
+
+// FormatName makes a malformed name that displays as base: base with the
+// format character f before it (even i) or after it (odd i). A base too
+// long to take it becomes "alice".
+func FormatName(base string, f rune, i int) string {
+	if len(base)+utf8.RuneLen(f) > system.MaxNameLen {
+		base = "alice"
+	}
+	if i%2 == 0 {
+		return string(f) + base
+	}
+	return base + string(f)
+}
+
+// planFormatName draws the wide alphabet's one malformed-name call whose
+// name is a room or user of the workload with a format character (the
+// lookalike "alice" + U+200B), from a sub-seed of its own
+// ("bad-names-format"); number is its message id's number.
+func planFormatName(seed Seed, users, rooms []string, nodes int, start, end time.Duration, number int) []Action {
+	r := seed.Derive("bad-names-format").Rand()
+	if end <= start || len(users) == 0 || len(rooms) == 0 {
+		return nil
+	}
+	at := start + time.Duration(r.Int64N(int64(end-start))).Truncate(time.Millisecond)
+	a := Action{At: at, User: users[r.IntN(len(users))], Kind: badCalls[r.IntN(len(badCalls))], Room: rooms[r.IntN(len(rooms))], Node: r.IntN(nodes)}
+	f, i := FormatChars[r.IntN(len(FormatChars))], r.IntN(2)
+	switch a.Kind {
+	case ActBadCreate, ActBadJoin, ActBadSend:
+		a.Room = FormatName(a.Room, f, i)
+	case ActBadJoinAs, ActBadConnect:
+		a.As = FormatName(users[r.IntN(len(users))], f, i)
+	}
+	if a.Kind == ActBadSend || a.Kind == ActBadSendID {
+		a.MsgID = fmt.Sprintf("bad%d", number)
+		if a.Kind == ActBadSendID {
+			a.MsgID = FormatName(a.MsgID, f, i)
+		}
+	}
+	return []Action{a}
+}
+
+// WideNodeIDs draws n unique valid node ids of the wider alphabet:
+// letters of any script, digits, '-', '_' and '.', each ending in its
+// number so that no two are equal.
+func WideNodeIDs(r *rand.Rand, n int) []string {
+	shapes := []string{"node-%d.eu", "n_%d", "nœud%d", "узел-%d", "relay.%d", "ノード%d", "N%d", "κόμβος_%d"}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf(shapes[r.IntN(len(shapes))], i+1)
+	}
+	return out
+}
+
+// BadNodeIDs are the malformed node ids the wide alphabet's start-up
+// attempt draws one of: each must make system.New refuse the node ('@'
+// cuts a route value, ':' is the Redis key separator).
+var BadNodeIDs = []string{
+	"n@4",
+	"n:4",
+	"node 4",
+	"",
+	strings.Repeat("n", 65),
+	"n4\u200b",
+	"n\n4",
+	"n/4",
+}

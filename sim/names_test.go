@@ -20,7 +20,8 @@ func validNameMirror(s string) bool {
 		return false
 	}
 	for _, r := range s {
-		if r <= ' ' || r == ':' || unicode.IsControl(r) || unicode.IsSpace(r) {
+		if r <= ' ' || r == ':' || unicode.IsControl(r) || unicode.IsSpace(r) ||
+			unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) {
 			return false
 		}
 	}
@@ -51,6 +52,58 @@ func TestWideNames(t *testing.T) {
 func TestBadNamesAreMalformed(t *testing.T) {
 	for _, n := range BadNames {
 		assert.False(t, validNameMirror(n), "%q", n)
+	}
+	for i, f := range FormatChars {
+		assert.True(t, unicode.Is(unicode.Cf, f), "%U", f)
+		for _, base := range []string{"u01", "alice", longestWide} {
+			n := FormatName(base, f, i)
+			assert.True(t, utf8.ValidString(n) && len(n) <= system.MaxNameLen, "%q", n)
+			assert.False(t, validNameMirror(n), "%q", n)
+		}
+	}
+}
+
+var longestWide = padName("部屋", []rune("部屋"))
+
+// TestAlphabetWide: a wide run's workload adds exactly one malformed-name
+// call, whose name holds a format character, and moves no other draw; its
+// node ids are valid and its bad node ids are not.
+func TestAlphabetWide(t *testing.T) {
+	w := WorkloadConfig{Users: 12, Rooms: 3, Nodes: 3, Duration: 3 * time.Second, Rate: 20, Churn: 1, Tick: 50 * time.Millisecond, RoomsPerUser: 2}
+	for seed := range Seed(20) {
+		plain := Generate(seed, w)
+		w.Alphabet = AlphabetWide
+		wide := Generate(seed, w)
+		w.Alphabet = AlphabetPlain
+		require.Len(t, wide.Actions, len(plain.Actions)+1)
+		var extra []Action
+		j := 0
+		for _, a := range wide.Actions {
+			if j < len(plain.Actions) && a.String() == plain.Actions[j].String() {
+				j++
+				continue
+			}
+			extra = append(extra, a)
+		}
+		require.Len(t, extra, 1, "seed %d", seed)
+		a := extra[0]
+		assert.True(t, a.Kind.Bad(), "%s", a)
+		hasFormat := false
+		for _, s := range []string{a.Room, a.As, a.MsgID} {
+			for _, r := range s {
+				hasFormat = hasFormat || unicode.Is(unicode.Cf, r)
+			}
+		}
+		assert.True(t, hasFormat, "%s", a)
+	}
+	seen := map[string]bool{}
+	for _, id := range WideNodeIDs(Seed(1).Rand(), 9) {
+		assert.False(t, seen[id], "%q twice", id)
+		seen[id] = true
+		assert.NoError(t, system.ValidNodeID(id), "%q", id)
+	}
+	for _, id := range BadNodeIDs {
+		assert.Error(t, system.ValidNodeID(id), "%q", id)
 	}
 }
 

@@ -117,6 +117,12 @@ func (r *recorder) endPartition(nodes []string, now time.Duration) {
 
 // version records the protocol a node's new incarnation runs: the harness
 // chose it, the relay is not asked.
+func (r *recorder) badNodeStart(b model.BadNodeStart) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.hist.BadNodeStarts = append(r.hist.BadNodeStarts, b)
+}
+
 func (r *recorder) version(v model.Version) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -83,7 +83,7 @@ func runInBubble(cfg Config, res *Result) {
 	header(trace, cfg, res, strategy, len(wl.Actions))
 
 	c, err := NewCluster(ClusterConfig{
-		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Versions: cfg.startVersions(), Limits: res.Limits,
+		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Alphabet: cfg.Alphabet, Versions: cfg.startVersions(), Limits: res.Limits,
 		Node: func(nc *system.Config) {
 			nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels
 			if res.StreamBacklog > 0 {

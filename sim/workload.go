@@ -28,6 +28,9 @@ type WorkloadConfig struct {
 	// Names is the alphabet of room and user names (NamesDrawn: each
 	// seed draws ASCII or wide).
 	Names NameStyle
+	// Alphabet widens node ids and malformed names (AlphabetWide; plain,
+	// the default, draws nothing of it).
+	Alphabet Alphabet
 }
 
 // Workload is a generated sequence of client actions.
@@ -82,6 +85,9 @@ func Generate(seed Seed, w WorkloadConfig) Workload {
 		g.bursts(seed.Derive("bursts"), start)
 	}
 	wl.Actions = append(wl.Actions, planBadNames(seed, wl.Users, wl.Rooms, w.Nodes, start, w.Duration)...)
+	if w.Alphabet == AlphabetWide {
+		wl.Actions = append(wl.Actions, planFormatName(seed, wl.Users, wl.Rooms, w.Nodes, start, w.Duration, 4)...)
+	}
 	sort.SliceStable(wl.Actions, func(i, j int) bool { return wl.Actions[i].At < wl.Actions[j].At })
 	return wl
 }

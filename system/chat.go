@@ -311,9 +311,9 @@ const maxNameLen = MaxNameLen
 
 // validName is the rule for room, user and message-id names: 1 to
 // maxNameLen bytes of valid UTF-8, without a control character, a space of
-// any script or ':' (the separator of Redis keys). Any other letter of any
-// script is allowed: names travel in protobuf strings, and in metadata
-// only escaped (opValue).
+// any script, an invisible character (invisible) or ':' (the separator of
+// Redis keys). Any other letter of any script is allowed: names travel in
+// protobuf strings, and in metadata only escaped (opValue).
 func validName(what, s string) error {
 	if s == "" {
 		return status.Errorf(codes.InvalidArgument, "%s is required", what)
@@ -328,8 +328,23 @@ func validName(what, s string) error {
 		if r <= ' ' || r == ':' || unicode.IsControl(r) || unicode.IsSpace(r) {
 			return status.Errorf(codes.InvalidArgument, "%s %q contains a space, control character or ':'", what, s)
 		}
+		if invisible(r) {
+			return status.Errorf(codes.InvalidArgument, "%s %q contains an invisible character (%U)", what, s, r)
+		}
 	}
 	return nil
+}
+
+// invisible reports whether r renders as nothing, so that a name holding
+// it displays as another name ("alice" and "alice" + U+200B): a Unicode
+// format character (category Cf: zero-width space and joiners,
+// direction overrides, the byte order mark, the soft hyphen, tags) or
+// another default-ignorable code point (Other_Default_Ignorable_Code_Point:
+// Hangul fillers, the combining grapheme joiner). Variation selectors
+// stay allowed: emoji need them. Refusing Cf refuses the zero-width
+// joiner of emoji sequences too.
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r)
 }
 
 // legacyValidName is the rule of builds before validName's (Legacy.Names):

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
@@ -293,9 +295,35 @@ func setDefault[T comparable](v *T, d T) {
 	}
 }
 
-func (c Config) validate() error {
-	if c.NodeID == "" {
+// MaxNodeIDLen bounds a node id, in bytes.
+const MaxNodeIDLen = 64
+
+// ValidNodeID is the rule for node ids: 1 to MaxNodeIDLen bytes of valid
+// UTF-8, every rune a letter or digit of any script, '-', '_' or '.'. A
+// node id is cut out of a route value ("node@session") at its first '@',
+// is part of Redis keys, whose separator is ':', and is written in logs
+// and labels: a node whose id holds anything else would start, but its
+// users' routes would name another node, or none.
+func ValidNodeID(id string) error {
+	switch {
+	case id == "":
 		return fmt.Errorf("node id is required")
+	case len(id) > MaxNodeIDLen:
+		return fmt.Errorf("node id %q is longer than %d bytes", id, MaxNodeIDLen)
+	case !utf8.ValidString(id):
+		return fmt.Errorf("node id %q is not valid UTF-8", id)
+	}
+	for _, r := range id {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && r != '-' && r != '_' && r != '.' {
+			return fmt.Errorf("node id %q: %q is not allowed (letters, digits, '-', '_' and '.' only)", id, r)
+		}
+	}
+	return nil
+}
+
+func (c Config) validate() error {
+	if err := ValidNodeID(c.NodeID); err != nil {
+		return err
 	}
 	if _, err := ParseMode(string(c.Mode)); err != nil {
 		return err

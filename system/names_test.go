@@ -74,6 +74,19 @@ func TestMalformedNamesAreRefused(t *testing.T) {
 		"a line separator":          "a\u2028b",
 		"a newline":                 "a\nb",
 		"one byte over the longest": longestName + "x",
+		// Unicode format characters (Cf): invisible, so "alice" with one
+		// is another user who displays as alice.
+		"a zero width space":       "alice\u200b",
+		"a zero width joiner":      "a\u200db",
+		"a right-to-left override": "\u202eevil",
+		"a byte order mark":        "\ufeffbom",
+		"a word joiner":            "bad\u2060name",
+		"a soft hyphen":            "soft\u00adhyphen",
+		"a tag character":          "tag\U000E0041",
+		"an Arabic letter mark":    "a\u061cb",
+		// Other default-ignorable code points that render as nothing.
+		"a Hangul filler":             "a\u3164b",
+		"a combining grapheme joiner": "a\u034fb",
 	}
 	for what, name := range bad {
 		assert.Equal(t, codes.InvalidArgument, status.Code(validName("room", name)), "%s: %q", what, name)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -72,6 +73,9 @@ func TestBadFlagsExitWithUsage(t *testing.T) {
 		{"unknown flag", []string{"-node", "n1", "-token", "t", "-bogus"}, nil, "flag provided but not defined: -bogus"},
 		{"missing node", []string{"-token", "t"}, nil, "-node is required"},
 		{"missing token", []string{"-node", "n1"}, nil, "-token is required"},
+		{"node id with @", []string{"-node", "n@1", "-token", "t"}, nil, `-node: node id "n@1": '@' is not allowed`},
+		{"node id with :", []string{"-node", "eu:1", "-token", "t"}, nil, `-node: node id "eu:1": ':' is not allowed`},
+		{"node id too long", []string{"-node", strings.Repeat("n", 65), "-token", "t"}, nil, "longer than 64 bytes"},
 		{"unknown mode", []string{"-node", "n1", "-token", "t", "-mode", "fast"}, nil, `unknown relay mode "fast"`},
 		{"unknown protocol", []string{"-node", "n1", "-token", "t", "-protocol", "v9"}, nil, `unknown relay protocol "v9" (want v1, v2 or v3)`},
 		{"core above max", []string{"-node", "n1", "-token", "t", "-core", "5", "-max", "4"}, nil, "bad executor sizes"},

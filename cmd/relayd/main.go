@@ -193,6 +193,8 @@ func (o options) validate() error {
 	switch {
 	case o.node == "":
 		return errors.New("-node is required")
+	case system.ValidNodeID(o.node) != nil:
+		return fmt.Errorf("-node: %v", system.ValidNodeID(o.node))
 	case o.token == "":
 		return errors.New("-token is required")
 	case o.listen == "":

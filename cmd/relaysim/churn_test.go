@@ -74,15 +74,17 @@ func TestSweepChurnVariant(t *testing.T) {
 
 	j := sp.jobs[6]
 	require.True(t, j.churn)
-	assert.Equal(t, []string{"run", "-seed", "0x5", "-mode", "stream", "-churn-only"}, j.args())
+	// Seed 5 is one the sweep runs with wide identifiers (sim.SweepAlphabet).
+	assert.Equal(t, []string{"run", "-seed", "0x5", "-mode", "stream", "-churn-only", "-alphabet=wide"}, j.args())
 	replay := j.replay(sp.extra)
-	assert.Equal(t, "go tool relaysim replay -seed 0x5 -mode stream -churn-only -users=5 -trace trace.txt", replay)
+	assert.Equal(t, "go tool relaysim replay -seed 0x5 -mode stream -churn-only -alphabet=wide -users=5 -trace trace.txt", replay)
 	f := newRunFlags("replay", &bytes.Buffer{})
 	require.NoError(t, f.parse(argsOf(t, replay)))
 	assert.True(t, f.cfg.ChurnOnly)
 	assert.Equal(t, sim.NoFaults(), f.cfg.Bounds)
 	assert.Equal(t, system.ModeStream, f.cfg.Mode)
 	assert.Equal(t, 5, f.cfg.Users)
+	assert.Equal(t, sim.AlphabetWide, f.cfg.Alphabet)
 
 	// The JUnit case and the FAIL line name the variant.
 	j.ok, j.out = false, "violated: timely-live-delivery: ...\n"

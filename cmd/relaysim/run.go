@@ -31,6 +31,7 @@ type runFlags struct {
 	versions  string
 	upgrade   string
 	names     string
+	alphabet  string
 	cpuprof   string
 	memprof   string
 	history   string
@@ -74,6 +75,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.IntVar(&f.limit, "max-schedules", 100000, "exhaustive scheduler: stop after this many schedules")
 	fs.BoolVar(&f.faults, "faults", true, "inject faults (swarm: each seed draws its own mix)")
 	fs.StringVar(&f.names, "names", "drawn", "room and user names: drawn (each seed draws ascii or wide from its own sub-seed), ascii or wide (other scripts, some at the longest allowed length)")
+	fs.StringVar(&f.alphabet, "alphabet", "plain", "node ids and malformed names: plain (nodes n1, n2, ...) or wide (node ids of a wider alphabet, a start-up attempt with a malformed node id, a malformed name holding a Unicode format character); a sweep draws wide for about half its seeds unless told")
 	fs.BoolVar(&c.Calm, "calm", false, "the mode-equivalence variant: membership still once traffic starts, no faults")
 	fs.BoolVar(&c.ChurnOnly, "churn-only", false, "the churn-only variant: the seed's own workload (joins, leaves, moves, disconnects under traffic) with no fault and no upgrade; timely delivery judged with no fault excuse")
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
@@ -122,6 +124,9 @@ func (f *runFlags) parse(args []string) error {
 	}
 	if f.cfg.Names, err = sim.ParseNameStyle(f.names); err != nil {
 		return fmt.Errorf("-names: %w", err)
+	}
+	if f.cfg.Alphabet, err = sim.ParseAlphabet(f.alphabet); err != nil {
+		return fmt.Errorf("-alphabet: %w", err)
 	}
 	f.cfg.Scheduler = f.scheduler
 	if f.cfg.ChurnOnly && f.upgrade != "" {

@@ -22,10 +22,13 @@ type sweepJob struct {
 	mode string
 	// churn runs the seed's churn-only variant in mode (run -churn-only).
 	churn bool
-	hash  string
-	ok    bool
-	code  int // the run's exit code (exitHarness for a hang or a crash)
-	out   string
+	// wide runs the job with -alphabet=wide: the sweep's draw for the
+	// seed (sim.SweepAlphabet) when the sweep was given no -alphabet.
+	wide bool
+	hash string
+	ok   bool
+	code int // the run's exit code (exitHarness for a hang or a crash)
+	out  string
 	// summary is the run's typed result (nil when it has none: a crash,
 	// a hang); the sweep reads it, never out, which it keeps for people.
 	summary *runSummary
@@ -133,15 +136,16 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 	sp.modes = strings.Join(names, ", ")
 	sp.nseeds = len(shardSeeds(lo, hi, o.shard))
 	for _, s := range shardSeeds(lo, hi, o.shard) {
+		wide := !set(f.fs, "alphabet") && sim.SweepAlphabet(s) == sim.AlphabetWide
 		for _, m := range modes {
-			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m})
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, wide: wide})
 		}
 		if *equiv {
-			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode})
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode, wide: wide})
 		}
 		if *churn {
 			for _, m := range modes {
-				sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, churn: true})
+				sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, churn: true, wide: wide})
 			}
 		}
 	}
@@ -326,13 +330,19 @@ const equivMode = "equiv"
 const churnLabel = "churn-only"
 
 func (j *sweepJob) args() []string {
-	if j.mode == equivMode {
-		return []string{"equiv", "-seed", j.seed.String()}
+	var args []string
+	switch {
+	case j.mode == equivMode:
+		args = []string{"equiv", "-seed", j.seed.String()}
+	case j.churn:
+		args = []string{"run", "-seed", j.seed.String(), "-mode", j.mode, "-" + churnLabel}
+	default:
+		args = []string{"run", "-seed", j.seed.String(), "-mode", j.mode}
 	}
-	if j.churn {
-		return []string{"run", "-seed", j.seed.String(), "-mode", j.mode, "-" + churnLabel}
+	if j.wide {
+		args = append(args, "-alphabet=wide")
 	}
-	return []string{"run", "-seed", j.seed.String(), "-mode", j.mode}
+	return args
 }
 
 // label is the job's mode as reports name it: the mode, "equiv", or
