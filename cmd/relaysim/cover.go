@@ -246,16 +246,20 @@ func (s *coverSession) report() (string, error) {
 }
 
 // sweepCoverLine is a sweep's cover: line when it runs with -cover ("" when
-// not, or when the report failed: the sweep then ends a harness error).
-func sweepCoverLine() string {
+// not, or when the report failed: the sweep then ends a harness error),
+// with more (the probes hit) after the statements.
+func sweepCoverLine(more string) string {
 	if activeCover == nil {
 		return ""
 	}
 	line, err := activeCover.report()
-	if err != nil {
+	if err != nil || line == "" {
 		return ""
 	}
 	activeCover.line = ""
+	if more != "" {
+		line += ", " + more
+	}
 	return line
 }
 
@@ -408,8 +412,17 @@ func cmdCover(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relaysim cover: %v\n", err)
 		return exitHarness
 	}
+	probes, ok, err := mergeTallies(data)
+	if err != nil {
+		fmt.Fprintf(stderr, "relaysim cover: %v\n", err)
+		return exitHarness
+	}
+	more := ""
+	if ok {
+		more = probes.share()
+	}
 	fmt.Fprintf(stdout, "merged: the counters of %d commands in %s\n", len(data), dir)
-	fmt.Fprintln(stdout, coverLine(st.percent(), ""))
+	fmt.Fprintln(stdout, coverLine(st.percent(), more))
 	return exitOK
 }
 

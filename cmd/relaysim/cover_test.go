@@ -148,7 +148,7 @@ func runCover(t *testing.T, args ...string) (int, string, string) {
 	return c.ProcessState.ExitCode(), out.String(), errb.String()
 }
 
-var coverLineRe = regexp.MustCompile(`(?m)^cover: system \d+\.\d% of statements$`)
+var coverLineRe = regexp.MustCompile(`(?m)^cover: system \d+\.\d% of statements(, probes \d+/\d+)?$`)
 
 // coverOf is the cover: line of a command's output; it must be just
 // before the last line.

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -125,6 +129,60 @@ func (t probeTally) print(w io.Writer) {
 	if len(never) > 0 {
 		fmt.Fprintf(w, "never hit: %s\n", strings.Join(never, ", "))
 	}
+}
+
+// probeFile holds a sweep's probe tally beside its coverage counters
+// (-cover DIR), for relaysim cover to merge.
+const probeFile = "probes.json"
+
+type savedTally struct {
+	Runs int            `json:"runs"`
+	Hit  map[string]int `json:"hit"`
+}
+
+// save writes the tally into a -cover data directory.
+func (t probeTally) save(data string) error {
+	js, err := json.Marshal(savedTally{Runs: t.runs, Hit: t.hit})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(data, probeFile), js, 0o644)
+}
+
+// mergeTallies sums the tallies saved in data directories; ok is false
+// unless every one holds a tally (a run or an explore saves none: their
+// probes are in their summary lines), so that a merged share never
+// claims a whole it did not see.
+func mergeTallies(data []string) (t probeTally, ok bool, err error) {
+	t = probeTally{hit: map[string]int{}}
+	for _, d := range data {
+		js, err := os.ReadFile(filepath.Join(d, probeFile))
+		if errors.Is(err, fs.ErrNotExist) {
+			return t, false, nil
+		}
+		if err != nil {
+			return t, false, err
+		}
+		var st savedTally
+		if err := json.Unmarshal(js, &st); err != nil {
+			return t, false, fmt.Errorf("%s: %w", filepath.Join(d, probeFile), err)
+		}
+		t.runs += st.Runs
+		for name, n := range st.Hit {
+			t.hit[name] += n
+		}
+	}
+	return t, len(data) > 0, nil
+}
+
+// share is "probes H/N": how many of the registered probes some run hit
+// ("" when no run reported).
+func (t probeTally) share() string {
+	if t.runs == 0 {
+		return ""
+	}
+	n := len(probeNames())
+	return fmt.Sprintf("probes %d/%d", n-len(t.never()), n)
 }
 
 // unhitRequired are the required probes no run hit, in the order given.

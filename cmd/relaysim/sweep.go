@@ -219,10 +219,20 @@ func (sp *sweepSpec) verdict(stdout io.Writer) int {
 	code = worse(code, sp.probeVerdict(stdout))
 	fmt.Fprintf(stdout, "sweep: %d seeds x %d runs (%s) = %d runs; failed: %d seeds, %d runs\n",
 		sp.nseeds, sp.perSeed, sp.modes, len(sp.jobs), len(badSeeds), failed)
-	if line := sweepCoverLine(); line != "" { // -cover DIR: cover.go
+	probes := tallyProbes(sp.jobs)
+	if activeCover != nil { // -cover DIR: relaysim cover merges the shards' tallies too
+		if err := probes.save(activeCover.data); err != nil {
+			fmt.Fprintf(os.Stderr, "relaysim sweep: -cover: %v\n", err)
+		}
+	}
+	if line := sweepCoverLine(probes.share()); line != "" { // -cover DIR: cover.go
 		fmt.Fprintln(stdout, line)
 	}
-	fmt.Fprintf(stdout, "runs: %d failed: %d\n", len(sp.jobs), failed)
+	last := fmt.Sprintf("runs: %d failed: %d", len(sp.jobs), failed)
+	if len(sp.unhit) > 0 {
+		last += fmt.Sprintf(" required-probes-unhit: %d", len(sp.unhit))
+	}
+	fmt.Fprintln(stdout, last)
 	if code != exitOK && code != exitFail {
 		code = exitHarness // a hung job, or a crash the Go runtime exited 2 for
 	}
