@@ -24,7 +24,9 @@ var (
 // TestRelaySeeds runs the runner's default simulation (workload, faults,
 // liveness phase, every property) on a sample of seeds in every mode, and
 // each seed's calm variant in every mode for mode equivalence, and each
-// seed's churn-only variant in one mode: the runs of `relaysim sweep`. With -seed it replays that one seed, and
+// seed's churn-only variant in one mode: the runs of `relaysim sweep`, all
+// in the plain alphabet (the sweep runs about half its seeds with
+// -alphabet=wide: sim.SweepAlphabet). With -seed it replays that one seed, and
 // -simtrace writes its trace. A failure prints the banner with the replay
 // command.
 func TestRelaySeeds(t *testing.T) {
