@@ -24,8 +24,8 @@ import (
 // settings it drew (a run command line: guide_genes.go), that reached a
 // code probe at a hit count no run before it had (AFL's buckets: 1, 2-3,
 // 4-7, 8+), or failed. New runs mostly mutate a corpus entry's settings
-// with a fresh seed, entries that hit rare probes drawn more often; some
-// are fresh draws. The search is seeded: the same -seed, -runs and corpus
+// with a fresh seed, entries that hit rare probes drawn more often (a
+// failing entry is kept but never mutated); some are fresh draws. The search is seeded: the same -seed, -runs and corpus
 // give the same runs, whatever -j, because it draws a batch of runs,
 // runs it on the sweep's workers, and reads the batch's typed summaries
 // in the order it drew them before it draws the next.
@@ -200,17 +200,26 @@ func (s *search) draw() (settings, string) {
 		}
 		return randomSettings(s.rng, s.o.modes), "fresh swarm"
 	}
+	// A failing entry is kept, never mutated: its neighbours fail alike
+	// and would crowd out the search (AFL keeps its crashes apart too).
 	ws := make([]float64, len(s.corpus))
 	total := 0.0
 	for i, e := range s.corpus {
-		ws[i] = s.weight(e)
-		total += ws[i]
+		if e.failed == "" {
+			ws[i] = s.weight(e)
+			total += ws[i]
+		}
+	}
+	if total == 0 {
+		return randomSettings(s.rng, s.o.modes), "fresh swarm"
 	}
 	x := s.rng.Float64() * total
-	parent := s.corpus[len(s.corpus)-1]
+	var parent *corpusEntry
 	for i, w := range ws {
-		if x < w {
+		if w > 0 {
 			parent = s.corpus[i]
+		}
+		if x < w {
 			break
 		}
 		x -= w
