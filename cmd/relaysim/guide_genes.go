@@ -39,7 +39,7 @@ func makeGenes() []gene {
 	}
 	out := []gene{
 		g("churn-only", "false", "true"),
-		g("upgrade", "", "v1:v3", "v1:v2", "v2:v3"),
+		g("upgrade", "", "v1:v3", "v1:v2", "v2:v3", "v3:v1", "v3:v2", "v2:v1"),
 		g("alphabet", "plain", "wide"),
 		g("names", "drawn", "ascii", "wide"),
 		g("scheduler", "random", "pct"),
@@ -47,7 +47,7 @@ func makeGenes() []gene {
 		g("users", "4", "8", "12", "16", "24"),
 		g("rooms", "1", "2", "3", "5", "8"),
 		g("rooms-per-user", "1", "2", "3"),
-		g("rate", "5", "10", "20", "40"),
+		g("rate", "5", "10", "20", "40", "80"),
 		g("churn", "0", "0.5", "1", "2", "4"),
 		g("core", "1", "2"),
 		g("max", "2", "4", "8", "12"),
@@ -56,7 +56,7 @@ func makeGenes() []gene {
 		g("max-net-fault", "0", "0.02", "0.05", "0.1", "0.2"),
 		g("max-recv-break", "0", "0.1", "0.2", "0.4"),
 		g("stream-backlog", "0", "2", "4", "8", "32"),
-		g("stream-linger", "0s", "50ms", "200ms", "1s"),
+		g("stream-linger", "0s", "50ms", "200ms", "1s", "5s"),
 		g("overlap", "0", "0.5", "1"),
 		g("mixed", "0", "0.25", "0.5", "1"),
 	}
