@@ -34,10 +34,10 @@ import (
 // results: a constant, so that -j changes no decision.
 const guideBatch = 8
 
-// guideFresh is the share of a search's runs that are fresh draws rather
-// than mutants of a corpus entry (all of them while the corpus is empty);
-// half of the fresh are plain sweep runs (every gene at run's default),
-// half random swarms of settings.
+// guideFresh is the default share of a search's runs that are fresh
+// draws rather than mutants of a corpus entry (-fresh; all of them while
+// the corpus is empty); half of the fresh are plain sweep runs (every
+// gene at run's default), half random swarms of settings.
 const guideFresh = 0.2
 
 // corpusEntry is one file of the corpus.
@@ -98,12 +98,14 @@ type guideOpts struct {
 	runs   int
 	seed   sim.Seed
 	modes  []string
+	fresh  float64
 }
 
 func parseGuide(args []string, usage io.Writer) (*guideOpts, error) {
 	fs := newFlagSet("guide")
 	var o guideOpts
 	fs.StringVar(&o.corpus, "corpus", "", "the corpus directory: read at the start (a search resumes from it), each new entry written as a file of its own (created if missing)")
+	fs.Float64Var(&o.fresh, "fresh", guideFresh, "share of runs drawn fresh (half plain sweep runs, half random settings) rather than mutated from the corpus; 1 turns the guidance off (the control in docs/guided.md)")
 	fs.IntVar(&o.runs, "runs", 100, "runs to make (the search's budget)")
 	seed := fs.String("seed", "1", "the search's own seed (hex or decimal): the same seed, -runs and corpus make the same runs")
 	mode := fs.String("mode", "all", "relay modes the runs draw from: single, bulk, stream, both (single and bulk) or all")
@@ -135,6 +137,8 @@ func parseGuide(args []string, usage io.Writer) (*guideOpts, error) {
 	switch {
 	case o.corpus == "":
 		return nil, errors.New("-corpus DIR is required (the corpus the search reads and grows)")
+	case o.fresh < 0 || o.fresh > 1:
+		return nil, fmt.Errorf("-fresh must be a share in 0..1, got %v", o.fresh)
 	case o.runs < 1:
 		return nil, fmt.Errorf("-runs must be at least 1, got %d", o.runs)
 	case o.sweep.jobs < 1:
@@ -194,7 +198,7 @@ func (s *search) weight(e *corpusEntry) float64 {
 // draw is the next run: a fresh draw or a mutant of a corpus entry, and
 // where it came from.
 func (s *search) draw() (settings, string) {
-	if len(s.corpus) == 0 || s.rng.Float64() < guideFresh {
+	if len(s.corpus) == 0 || s.rng.Float64() < s.o.fresh {
 		if s.rng.IntN(2) == 0 {
 			return plainSettings(sim.Seed(s.rng.Uint64()), s.o.modes[s.rng.IntN(len(s.o.modes))]), "fresh plain"
 		}

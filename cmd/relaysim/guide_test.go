@@ -171,6 +171,7 @@ func TestGuideUsageErrors(t *testing.T) {
 		{[]string{"-corpus", t.TempDir(), "-runs", "0"}, "-runs must be at least 1, got 0"},
 		{[]string{"-corpus", t.TempDir(), "-mode", "fast"}, `-mode "fast": want single`},
 		{[]string{"-runs", "3"}, "-corpus DIR is required"},
+		{[]string{"-corpus", t.TempDir(), "-fresh", "2"}, "-fresh must be a share in 0..1, got 2"},
 		{[]string{"-corpus", t.TempDir(), "-seeds", "1-3"}, "no flag -seeds (did you mean -seed?)"},
 		{[]string{"-corpus", t.TempDir(), "-seed", "zz"}, "-seed: "},
 	} {
