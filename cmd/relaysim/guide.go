@@ -389,6 +389,13 @@ func cmdGuide(args []string, stdout, stderr io.Writer) int {
 	prog := newProgress(stderr, o.runs, shard{I: 1, N: 1})
 	prog.label = "guide"
 	stop := startHeartbeat(stderr, heartbeatEvery, prog.label, &prog.status)
+	// Each run gets one P (unless the caller set GOMAXPROCS), whatever -j:
+	// a probe hit off the scheduled path (at teardown) could depend on how
+	// many Ps ran it, and the search's decisions must not depend on -j.
+	if os.Getenv("GOMAXPROCS") == "" {
+		os.Setenv("GOMAXPROCS", "1")
+		defer os.Unsetenv("GOMAXPROCS")
+	}
 	p := newPool(o.sweep, nil)
 	var all []*sweepJob
 	code := exitOK
