@@ -2,7 +2,7 @@ GO ?= go
 PROTOC ?= protoc
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 
-.PHONY: shrink-table all test test-mutant-builds test-cover-builds cover docs-check docs-pictures test-race bench proto proto-tools lint run sweep probes mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
+.PHONY: shrink-table all test test-mutant-builds test-cover-builds cover docs-check docs-pictures test-race bench proto proto-tools lint run sweep guided probes mutants integration report report-short golden-update real fuzz explore shrunk-stories timeline-picture
 
 all: lint test
 
@@ -96,6 +96,15 @@ explore:
 ## hit it, the ones never hit, and exit 1 if a required one went unhit
 probes:
 	$(GO) run ./cmd/relaysim sweep -seeds 1-20 -mode stream -upgrade v1:v3 -equiv=false -j 2 -require-probes "$$(tr -s ' \n' ',' < .ci/required-probes | sed 's/^,//; s/,$$//')"
+
+## guided: a sweep steered toward the probes plain sweeps never reach
+## (docs/guided.md): GUIDED_RUNS runs in stream mode, resuming from and
+## growing the corpus in out/guided (GUIDED_FLAGS=-seed 2 for another search)
+GUIDED_RUNS ?= 300
+GUIDED_FLAGS ?=
+guided:
+	mkdir -p out
+	$(GO) run ./cmd/relaysim guide -corpus out/guided -runs $(GUIDED_RUNS) -mode stream $(GUIDED_FLAGS)
 
 ## sweep: the issue's 400-run sweep
 sweep:

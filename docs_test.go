@@ -56,6 +56,7 @@ var notRun = map[string]string{
 	"run -seed 0x2a -mode bulk -cover":   "builds the runner with coverage (a minute or two cold): the -cover-builds tests run it",
 	"sweep -seeds 1-4 -mode bulk -shard": "builds the runner with coverage: the -cover-builds tests run the shards",
 	"cover out/cover-shards":             "merges the shards above: the -cover-builds tests merge theirs",
+	"guide -corpus out/guided":           "a guided search of 300 runs (minutes); its tests run it on a fake worker",
 }
 
 // docCommands extracts the commands from README.md and docs/*.md: lines of

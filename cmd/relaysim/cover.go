@@ -55,7 +55,7 @@ const (
 const coverFlagUsage = "write Go coverage data of system/ into this directory, with cover.out, uncovered.txt and cover.html, and print a cover: line (docs/coverage.md); builds a runner with coverage when this one has none"
 
 // coverCommands are the commands that take -cover DIR.
-var coverCommands = []string{"run", "replay", "equiv", "sweep", "explore", "shrink"}
+var coverCommands = []string{"run", "replay", "equiv", "sweep", "guide", "explore", "shrink"}
 
 // coverBuildArgs are the go build flags of a runner with coverage of
 // system/ (not its generated code). The runner's own package is
@@ -193,7 +193,7 @@ func withCover(cmd, dir string, rest []string, stdout, stderr io.Writer) int {
 	if os.Getenv("GOMAXPROCS") == "" {
 		os.Setenv("GOMAXPROCS", "1")
 		defer os.Unsetenv("GOMAXPROCS")
-		if cmd != "sweep" { // a sweep's -j defaults to this process' Ps
+		if cmd != "sweep" && cmd != "guide" { // a sweep's -j defaults to this process' Ps
 			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 		}
 	}

@@ -44,6 +44,7 @@ var synopses = map[string]string{
 	"replay-story": "replay -story FILE [-trace FILE] [-timeline FILE]   (plays a story: docs/stories.md)",
 	"equiv":        "equiv -seed 0x2a [run flags]",
 	"sweep":        "sweep -seeds 1-200 -mode single|bulk|stream|both|all [-j N] [-shard i/n | -shards N] [-junit FILE] [run flags]",
+	"guide":        "guide -corpus DIR [-runs 100] [-seed 1] [-mode single|bulk|stream|both|all] [-j N]   (docs/guided.md)",
 	"report":       "report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]",
 	"mutants":      "mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]",
 	"real":         "real -seed 0x2a -duration 60s [-nodes 3 -nemesis all|none|KIND,... -mutant NAME -out DIR]",

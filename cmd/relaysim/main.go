@@ -6,6 +6,7 @@
 //	relaysim replay -story FILE               (plays a story: a pinned run with its actions and faults as data)
 //	relaysim equiv -seed 0x2a                 (mode equivalence: the calm variant in every mode)
 //	relaysim sweep -seeds 1-200 -mode single|bulk|both [-j N] [-shard i/n | -shards N] [-junit FILE]
+//	relaysim guide -corpus DIR -runs N [-seed S] [-mode M] [-j N]   (a sweep steered by code probes)
 //	relaysim junit-merge -o all.xml junit-*.xml   (gathers a sharded sweep's JUnit files)
 //	relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]
 //	relaysim mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]
@@ -66,6 +67,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return cmdEquiv(args[1:], stdout, stderr)
 	case "sweep":
 		return cmdSweep(args[1:], stdout, stderr)
+	case "guide":
+		return cmdGuide(args[1:], stdout, stderr)
 	case "sweep-worker": // started by sweep (worker.go); not for people
 		proto := os.Stdout
 		os.Stdout = os.Stderr
@@ -105,6 +108,7 @@ commands:
           or play a story: replay -story FILE (docs/stories.md)
   equiv   run one seed's calm variant in every relay mode and compare deliveries
   sweep   run many seeds and list the failing ones
+  guide   a sweep steered toward the probes plain sweeps never reach: a corpus of runs, mutated (docs/guided.md)
   junit-merge  gather the JUnit files of a sharded sweep: junit-merge -o all.xml junit-*.xml
   report  the seeds' experiments on the calibrated cost model: axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR]
   mutants run the bug catalog: each mutant must be caught by its property

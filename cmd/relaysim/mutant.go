@@ -16,7 +16,7 @@ import (
 // mutantCommands are the commands that take -mutant NAME: the command runs
 // on the runner built with that catalog mutant applied, as the catalog
 // builds it. (real takes its own -mutant: it mutates relayd, not itself.)
-var mutantCommands = []string{"run", "replay", "equiv", "sweep", "shrink", "explore"}
+var mutantCommands = []string{"run", "replay", "equiv", "sweep", "guide", "shrink", "explore"}
 
 // mutantFlagUsage is -mutant's line in each command's -h.
 const mutantFlagUsage = "run this command on the runner built with this catalog mutant applied (relaysim mutants -list names them): writes its overlay, builds the runner with it and runs this command there"

@@ -33,6 +33,9 @@ type sweepJob struct {
 	// a hang); the sweep reads it, never out, which it keeps for people.
 	summary *runSummary
 	wall    time.Duration
+	// cmd, when set, is the job's whole command line (a guided search's
+	// run: guide.go), in place of the one seed, mode and flags make.
+	cmd []string
 }
 
 // sweepOpts are a sweep's own flags (the rest are run flags, passed on).
@@ -176,6 +179,7 @@ func cmdSweep(args []string, stdout, stderr io.Writer) int {
 	prog.status.set(fmt.Sprintf("0/%d runs", len(all)))
 	stop := startHeartbeat(stderr, heartbeatEvery, prog.label, &prog.status)
 	cpu := runSweep(all, o, extra, prog)
+	prog.finish()
 	stop()
 	fmt.Fprintln(stderr, speedLine(len(all), time.Since(start), cpu, o))
 	if o.junit != "" {
@@ -298,39 +302,75 @@ func jobEnv(env []string, jobs, procs int) []string {
 // runSweep runs the jobs on o.jobs workers, reporting each to prog, and
 // returns the CPU time of the processes that ran them.
 func runSweep(all []*sweepJob, o sweepOpts, extra []string, prog *progress) time.Duration {
+	p := newPool(o, extra)
+	p.run(all, prog)
+	return p.close()
+}
+
+// pool is a sweep's fan-out: o.jobs worker processes (worker.go), kept
+// across the batches run on it (a guided search runs one batch after
+// another), each job run by the first free worker.
+type pool struct {
+	l    *launcher
+	work chan poolJob
+	wg   sync.WaitGroup
+}
+
+type poolJob struct {
+	j    *sweepJob
+	done func()
+}
+
+func newPool(o sweepOpts, extra []string) *pool {
 	self, err := selfPath()
 	if err != nil {
 		self = os.Args[0]
 	}
-	l := &launcher{self: self, extra: extra, timeout: o.timeout, env: jobEnv(os.Environ(), o.jobs, runtime.GOMAXPROCS(0))}
-	work := make(chan *sweepJob)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
+	p := &pool{
+		l:    &launcher{self: self, extra: extra, timeout: o.timeout, env: jobEnv(os.Environ(), o.jobs, runtime.GOMAXPROCS(0))},
+		work: make(chan poolJob),
+	}
 	for range o.jobs {
-		wg.Add(1)
+		p.wg.Add(1)
 		go func() {
-			defer wg.Done()
-			w := &worker{launcher: l}
+			defer p.wg.Done()
+			w := &worker{launcher: p.l}
 			defer w.stop(false)
-			for j := range work {
+			for pj := range p.work {
 				if o.isolate {
-					l.runJob(j)
+					p.l.runJob(pj.j)
 				} else {
-					w.do(j)
+					w.do(pj.j)
 				}
-				mu.Lock()
-				prog.done(j.ok)
-				mu.Unlock()
+				pj.done()
 			}
 		}()
 	}
-	for _, j := range all {
-		work <- j
+	return p
+}
+
+// run runs a batch of jobs and returns when every one has finished.
+func (p *pool) run(batch []*sweepJob, prog *progress) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, j := range batch {
+		wg.Add(1)
+		p.work <- poolJob{j: j, done: func() {
+			mu.Lock()
+			prog.done(j.ok)
+			mu.Unlock()
+			wg.Done()
+		}}
 	}
-	close(work)
 	wg.Wait()
-	prog.finish()
-	return time.Duration(l.cpu.Load())
+}
+
+// close stops the workers and returns the CPU time of every process that
+// ran a job.
+func (p *pool) close() time.Duration {
+	close(p.work)
+	p.wg.Wait()
+	return time.Duration(p.l.cpu.Load())
 }
 
 // equivMode names a sweep job that runs the seed's mode-equivalence check.
@@ -340,6 +380,9 @@ const equivMode = "equiv"
 const churnLabel = "churn-only"
 
 func (j *sweepJob) args() []string {
+	if j.cmd != nil {
+		return j.cmd
+	}
 	var args []string
 	switch {
 	case j.mode == equivMode:
