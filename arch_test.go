@@ -232,14 +232,15 @@ func TestPlanImportsNoHarness(t *testing.T) {
 // (the kinds name its constants), action kinds and explore op classes of
 // the same word, and flags, knobs and verdicts named alike.
 var otherMeanings = map[string][]string{
-	"model/faultkind.go":    nil, // the oracle's names of the kinds: every one
-	"sim/plan/action.go":    {"vanish", "slow", "steal"},
-	"sim/exploring.go":      {"crash"},
-	"scenarios/explore.go":  {"crash"},
-	"scenarios/story.go":    {"upgrade"},
-	"cmd/relaysim/run.go":   {"upgrade"},
-	"cmd/relaysim/junit.go": {"crash"},
-	"mutants/verdict.go":    {"crash"},
+	"model/faultkind.go":          nil, // the oracle's names of the kinds: every one
+	"sim/plan/action.go":          {"vanish", "slow", "steal"},
+	"sim/exploring.go":            {"crash"},
+	"scenarios/explore.go":        {"crash"},
+	"scenarios/story.go":          {"upgrade"},
+	"cmd/relaysim/run.go":         {"upgrade"},
+	"cmd/relaysim/guide_genes.go": {"upgrade"}, // the run flag -upgrade
+	"cmd/relaysim/junit.go":       {"crash"},
+	"mutants/verdict.go":          {"crash"},
 }
 
 // A fault kind's name is spelled as a string literal only in its own
