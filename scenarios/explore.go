@@ -86,6 +86,10 @@ type ExploreReport struct {
 	// (ops parked, calls in flight): what followed was not explored, so
 	// the search is not exhausted.
 	HorizonCut int
+	// Unknown counts, over the schedules, the Redis ops whose footprint
+	// the classifier could not show (an unknown command, a script it
+	// cannot check): they were taken to touch everything (sound, slower).
+	Unknown map[string]int
 }
 
 // ExploreViolation is one failing schedule.
@@ -234,11 +238,15 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	// Every schedule builds and drops a whole cluster: a laxer collector
 	// saves about a seventh of the CPU (measured on send-races-leave).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}}
+	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}, Unknown: map[string]int{}}
 	for {
-		out, vs, trace, faulted, cut, h, err := exploreOnce(setup, steps, mode, o, ex)
+		one, err := exploreRun(setup, steps, mode, o, ex)
 		if err != nil {
 			return r, err
+		}
+		out, vs, trace, faulted, cut, h := one.out, one.vs, one.trace, one.faulted, one.cut, one.h
+		for why, n := range one.unknown {
+			r.Unknown[why] += n
 		}
 		if ex.Divergence != nil {
 			return r, fmt.Errorf("schedule %d did not repeat itself (a determinism bug): %w", ex.Schedules, ex.Divergence)
@@ -296,43 +304,65 @@ func wholeTrace(setup []*datadriven.TestData, steps []exploreStep, mode system.M
 // calls in flight: Cluster.HorizonPending): what followed was run, not
 // explored.
 func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace *sim.Trace, faulted, cut bool, h *model.History, err error) {
+	r, err := exploreRun(setup, steps, mode, o, ex)
+	return r.out, r.vs, r.trace, r.faulted, r.cut, r.h, err
+}
+
+// onceResult is what one schedule ended with: its terminal state and
+// violations (exploreOnce), and what the report adds up over schedules:
+// the ops whose footprint was unknown (taken to touch everything) and the
+// code probes the run hit.
+type onceResult struct {
+	out     string
+	vs      []model.Violation
+	trace   *sim.Trace
+	faulted bool
+	cut     bool
+	h       *model.History
+	unknown map[string]int
+	probes  map[string]int
+}
+
+// exploreRun runs one schedule (exploreOnce).
+func exploreRun(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (res onceResult, err error) {
 	env := NewEnv(mode)
 	env.explorer = ex
 	defer env.Close()
 	for _, d := range setup {
 		if _, err := env.Handle(d); err != nil {
-			return "", nil, nil, false, false, nil, fmt.Errorf("setup under exploration: %s: %w", d.Pos, err)
+			return res, fmt.Errorf("setup under exploration: %s: %w", d.Pos, err)
 		}
 	}
 	c := env.c
 	if c == nil {
-		return "", nil, nil, false, false, nil, errNoCluster
+		return res, errNoCluster
 	}
 	c.FinalCountsOnly = true
 	c.ArmExplore()
 	for _, s := range steps {
 		if err := s.issue(env); err != nil {
-			return "", nil, nil, false, false, nil, err
+			return res, err
 		}
 	}
 	c.Sched.RunFor(o.Horizon)
 	ops, calls := c.HorizonPending()
-	cut = ops+calls > 0
+	cut := ops+calls > 0
 	c.DisarmExplore()
 	if err := c.Drain(o.Drain, o.Drain); err != nil {
-		return "", nil, nil, false, false, nil, fmt.Errorf("liveness: %w", err)
+		return res, fmt.Errorf("liveness: %w", err)
 	}
-	h, err = c.Snapshot()
+	h, err := c.Snapshot()
 	if err != nil {
-		return "", nil, nil, false, false, nil, fmt.Errorf("read the room logs: %w", err)
+		return res, fmt.Errorf("read the room logs: %w", err)
 	}
 	// In a story no fault happens unless chosen: with none chosen, timely
 	// delivery is judged with no fault excuse, churn or not.
-	faulted = c.Stats.FaultsInjected > 0
+	faulted := c.Stats.FaultsInjected > 0
 	h.FaultFree = !faulted && sim.OnlyRefusals(h.Faults)
-	vs = model.Check(h)
+	vs := model.Check(h)
 	// The search keeps only the trace's tail (a replay keeps it all).
-	return terminalState(h, vs), vs, c.Trace, faulted, cut, h, nil
+	return onceResult{out: terminalState(h, vs), vs: vs, trace: c.Trace, faulted: faulted, cut: cut, h: h,
+		unknown: c.UnknownFootprints(), probes: c.Probes()}, nil
 }
 
 // terminalState renders what a schedule ended with: each user's
@@ -399,6 +429,14 @@ func (r *ExploreReport) String() string {
 	}
 	if r.HorizonCut > 0 {
 		fmt.Fprintf(&b, "cut by the horizon (%v) with work pending: %d\n", o.Horizon, r.HorizonCut)
+	}
+	if len(r.Unknown) > 0 {
+		n, whys := 0, []string{}
+		for _, why := range sortedStrings(r.Unknown) {
+			n += r.Unknown[why]
+			whys = append(whys, fmt.Sprintf("%s x%d", why, r.Unknown[why]))
+		}
+		fmt.Fprintf(&b, "footprints unknown, taken to touch everything: %d (%s)\n", n, strings.Join(whys, "; "))
 	}
 	fmt.Fprintf(&b, "exhausted: %s, violations: %d\n", map[bool]string{true: "yes", false: "no"}[r.Exhausted], r.Failing)
 	for _, v := range r.Violations {

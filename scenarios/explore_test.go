@@ -244,3 +244,12 @@ send user=u1 room=r1 msg=hi node=n1
 		}
 	}
 }
+
+// Ops the Redis classifier could not show are said, with their reasons.
+func TestExploreReportSaysUnknownFootprints(t *testing.T) {
+	r := &ExploreReport{Opts: DefaultExploreOptions(), Terminal: map[string]bool{"x": true},
+		Unknown: map[string]int{"unknown command object": 2, "keys spans the keyspace": 1}}
+	assert.Contains(t, r.String(), "footprints unknown, taken to touch everything: 3 (keys spans the keyspace x1; unknown command object x2)\n")
+	r.Unknown = map[string]int{}
+	assert.NotContains(t, r.String(), "footprints unknown")
+}

@@ -249,6 +249,9 @@ type exploreJSON struct {
 	Exhausted      bool `json:"exhausted"`
 	FirstViolation int  `json:"first_violation"`
 	Failing        int  `json:"failing,omitempty"`
+	// FootprintsUnknown counts the Redis ops the footprint classifier
+	// could not show and took to touch everything (sound, slower).
+	FootprintsUnknown int `json:"footprints_unknown,omitempty"`
 }
 
 func writeExploreSummary(w io.Writer, s exploreJSON) {
@@ -297,7 +300,7 @@ func (w *wallClock) stop()              { close(w.done) }
 // exploreVerdict prints every search's report, writes the failing
 // schedules and the JUnit file, and ends with the summary line.
 func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string, fs *flag.FlagSet, outDir, junit, tl, modes string, firstAt int, stdout, stderr io.Writer) int {
-	var schedules, terminal, violations int
+	var schedules, terminal, violations, unknown int
 	props, evidence := []string{}, []string(nil)
 	firstReplay := ""
 	exhausted := len(all) > 0
@@ -308,6 +311,9 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 		terminal += len(r.Terminal)
 		violations += max(r.Failing, len(r.Violations))
 		exhausted = exhausted && r.Exhausted
+		for _, n := range r.Unknown {
+			unknown += n
+		}
 		jc := junitCase{Name: fmt.Sprintf("%s %s #%d", name, r.Mode, i+1), Classname: "relaysim.explore"}
 		for k, v := range r.Violations {
 			file := filepath.Join(outDir, fmt.Sprintf("explore-%s-%s-%d.schedule", sanitize(name), r.Mode, k+1))
@@ -364,6 +370,7 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 	s := exploreJSON{
 		runSummary: runSummary{Summary: classOf(code), Exit: code, Command: "explore", Mode: modes, Violations: props, Replay: firstReplay, Evidence: evidence},
 		Schedules:  schedules, Terminal: terminal, Exhausted: exhausted, FirstViolation: firstAt, Failing: violations,
+		FootprintsUnknown: unknown,
 	}
 	writeExploreSummary(stdout, s)
 	fmt.Fprintln(stdout, exploreLastLine(s))
@@ -497,6 +504,7 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 		merged.Schedules += ws.Schedules
 		merged.Terminal += ws.Terminal
 		merged.Failing += ws.Failing
+		merged.FootprintsUnknown += ws.FootprintsUnknown
 		exhausted = exhausted && ws.Exhausted
 	}
 	code := exitOK
