@@ -15,7 +15,7 @@ import (
 func (e *Explorer) Arm(s *Scheduler) {
 	e.armed = true
 	e.depth, e.events, e.blocked, e.ticked = 0, e.events[:0], -1, false
-	e.opEvent = map[string]int{}
+	e.opEvent = map[uint64]int{}
 	if e.Replay != nil && e.Schedules == 0 {
 		e.prefix = e.Replay
 	}
@@ -151,7 +151,7 @@ func (e *Explorer) choose(ready, lazy []*Op) (*Op, string) {
 	l.done[c] = true
 	preempt := !op.Lazy && len(l.chain) > 0 && !l.chain[key]
 	l.preempted = preempt
-	e.record(event{choice: c, key: key, touch: l.touchOf(c), parent: op.parent, prev: e.prevOf(key), level: e.depth, preempt: preempt, lazy: op.Lazy})
+	e.record(event{choice: c, key: key, inst: op.arrival, touch: l.touchOf(c), parent: op.parent, prev: e.prevOf(op.arrival), level: e.depth, preempt: preempt, lazy: op.Lazy})
 	e.depth++
 	e.MaxDepth = max(e.MaxDepth, e.depth)
 	return op, fault
@@ -183,7 +183,7 @@ func (e *Explorer) barrierChoice(lazy []*Op) *Op {
 	l.preempted = false
 	ev := event{choice: c, all: c == tick, parent: -1, prev: -1, level: e.depth}
 	if op != nil {
-		ev.key, ev.touch, ev.parent, ev.lazy = op.Key, op.Touch, op.parent, true
+		ev.key, ev.inst, ev.touch, ev.parent, ev.lazy = op.Key, op.arrival, op.Touch, op.parent, true
 	}
 	e.record(ev)
 	e.depth++
@@ -195,14 +195,15 @@ func (e *Explorer) record(ev event) {
 	if ev.all {
 		e.passed = true
 	}
-	if ev.key != "" {
-		e.opEvent[ev.key] = len(e.events)
+	if ev.inst != 0 {
+		e.opEvent[ev.inst] = len(e.events)
 	}
 	e.events = append(e.events, ev)
 }
 
-func (e *Explorer) prevOf(key string) int {
-	if i, ok := e.opEvent[key]; ok {
+// prevOf is the latest event of op instance inst, or -1.
+func (e *Explorer) prevOf(inst uint64) int {
+	if i, ok := e.opEvent[inst]; ok {
 		return i
 	}
 	return -1
