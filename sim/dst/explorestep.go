@@ -127,6 +127,7 @@ func (e *Explorer) choose(ready, lazy []*Op) (*Op, string) {
 	var l *level
 	if e.depth < len(e.tree) {
 		l = e.tree[e.depth]
+		l.refresh(ready, lazy)
 	} else {
 		l = e.newLevel(ready, lazy)
 		e.tree = append(e.tree, l)
@@ -163,6 +164,7 @@ func (e *Explorer) barrierChoice(lazy []*Op) *Op {
 	var l *level
 	if e.depth < len(e.tree) {
 		l = e.tree[e.depth]
+		l.refresh(nil, lazy)
 	} else {
 		l = e.newLevel(nil, lazy)
 		e.tree = append(e.tree, l)
@@ -244,6 +246,19 @@ func (e *Explorer) defaultPick(l *level, ready []*Op) string {
 		}
 	}
 	return ready[0].Key
+}
+
+// refresh renumbers a level built by an earlier run with this run's op
+// instances (an instance number is only meaningful within its run): the
+// ops parked here are the same, by key, but their Op.arrival may differ.
+func (l *level) refresh(ready, lazy []*Op) {
+	for i, ci := range l.enabled {
+		if op := findOp(ready, lazy, ci.key); op != nil {
+			l.enabled[i].inst = op.arrival
+		} else {
+			l.enabled[i].inst = 0 // not parked this time (a divergence)
+		}
+	}
 }
 
 func findOp(ready, lazy []*Op, key string) *Op {
