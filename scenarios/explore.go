@@ -52,6 +52,12 @@ type ExploreOptions struct {
 	// Shard i of n runs only the schedules of the first branching choices
 	// whose index mod n is i (see ExploreReport.Shard): n <= 1 runs all.
 	Shard, Shards int
+	// Fixed names the settings the caller fixed (the command line's flags
+	// given explicitly: "bound", "crashes", "horizon"...): a story's own
+	// argument of that name does not override them (Overridden says so).
+	Fixed map[string]bool
+	// Overridden is what parseExplore left out of a story's arguments.
+	Overridden []string
 }
 
 // DefaultExploreOptions: unbounded, no faults, a 3 s horizon, a 2 s drain.
@@ -86,6 +92,15 @@ type ExploreReport struct {
 	// (ops parked, calls in flight): what followed was not explored, so
 	// the search is not exhausted.
 	HorizonCut int
+	// BudgetHitBy is BudgetHit per fault class.
+	BudgetHitBy map[string]int
+	// StoppedBy says why the search stopped before it was exhausted:
+	// "limit" (the schedule limit), "time" (a time budget), "first" (the
+	// first violation), "stop" (the caller's Stop), "" (it was not).
+	StoppedBy string
+	// Overridden lists the story's own arguments the caller's fixed
+	// settings overrode, as "bound=0 (fixed: 2)".
+	Overridden []string
 	// Unknown counts, over the schedules, the Redis ops whose footprint
 	// the classifier could not show (an unknown command, a script it
 	// cannot check): they were taken to touch everything (sound, slower).
@@ -133,11 +148,21 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 		o.Budget[k] = v
 	}
 	budgets := map[string]string{"crashes": sim.ExCrash, "drops": sim.ExDrop, "loses": sim.ExLose, "errors": sim.ExError, "delays": sim.ExDelay}
+	fixed := map[string]string{"bound": boundString(def.Bound), "horizon": def.Horizon.String(), "drain": def.Drain.String(), "limit": strconv.Itoa(def.Limit)}
+	for k, cls := range budgets {
+		fixed[k] = strconv.Itoa(def.Budget[cls])
+	}
 	for _, arg := range d.CmdArgs {
 		if len(arg.Vals) != 1 {
 			return o, nil, fmt.Errorf("explore: %s= takes one value", arg.Key)
 		}
 		v := arg.Vals[0]
+		if def.Fixed[arg.Key] {
+			if v != fixed[arg.Key] {
+				o.Overridden = append(o.Overridden, fmt.Sprintf("%s=%s (fixed: %s)", arg.Key, v, fixed[arg.Key]))
+			}
+			continue
+		}
 		var err error
 		switch arg.Key {
 		case "bound":
@@ -238,7 +263,7 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	// Every schedule builds and drops a whole cluster: a laxer collector
 	// saves about a seventh of the CPU (measured on send-races-leave).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}, Unknown: map[string]int{}}
+	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}, Unknown: map[string]int{}, Overridden: o.Overridden}
 	for {
 		one, err := exploreRun(setup, steps, mode, o, ex)
 		if err != nil {
@@ -270,11 +295,19 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 		}
 		more := ex.Next() // analyses the run: the counts below include it
 		r.Schedules, r.Blocked, r.MaxDepth, r.BoundHit, r.BudgetHit, r.DepthHit = ex.Schedules, ex.Blocked, ex.MaxDepth, ex.BoundHit, ex.BudgetHit, ex.DepthHit
+		r.BudgetHitBy = ex.BudgetHitBy
 		if !more {
 			r.Exhausted = o.Replay == nil && r.DepthHit == 0 && r.HorizonCut == 0
 			return r, nil
 		}
-		if (o.Limit > 0 && r.Schedules >= o.Limit) || (o.Stop != nil && o.Stop(r)) {
+		if o.Limit > 0 && r.Schedules >= o.Limit {
+			r.StoppedBy = "limit"
+			return r, nil
+		}
+		if o.Stop != nil && o.Stop(r) {
+			if r.StoppedBy == "" {
+				r.StoppedBy = "stop"
+			}
 			return r, nil
 		}
 	}
@@ -417,18 +450,34 @@ func sortedStrings[V any](m map[string]V) []string {
 func (r *ExploreReport) String() string {
 	var b strings.Builder
 	o := r.Opts
-	bound := "none"
-	if o.Bound >= 0 {
-		bound = strconv.Itoa(o.Bound)
+	fmt.Fprintf(&b, "bound=%s budgets: %s\n", boundString(o.Bound), formatBudget(o.Budget))
+	if len(r.Overridden) > 0 {
+		fmt.Fprintf(&b, "the command line overrides the story's %s\n", strings.Join(r.Overridden, ", "))
 	}
-	fmt.Fprintf(&b, "bound=%s budgets: %s\n", bound, formatBudget(o.Budget))
 	fmt.Fprintf(&b, "schedules: %d (redundant %d), terminal states: %d, max depth: %d\n", r.Schedules, r.Blocked, len(r.Terminal), r.MaxDepth)
 	fmt.Fprintf(&b, "cut by the bound: %d, by the budgets: %d, with a fault: %d\n", r.BoundHit, r.BudgetHit, r.Faults)
+	if len(r.BudgetHitBy) > 0 {
+		var parts []string
+		for _, k := range sortedStrings(r.BudgetHitBy) {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, r.BudgetHitBy[k]))
+		}
+		fmt.Fprintf(&b, "cut by each budget: %s\n", strings.Join(parts, " "))
+	}
 	if r.DepthHit > 0 {
 		fmt.Fprintf(&b, "cut by the depth budget (%d choices): %d\n", o.Depth, r.DepthHit)
 	}
 	if r.HorizonCut > 0 {
 		fmt.Fprintf(&b, "cut by the horizon (%v) with work pending: %d\n", o.Horizon, r.HorizonCut)
+	}
+	switch r.StoppedBy {
+	case "limit":
+		fmt.Fprintf(&b, "stopped by the schedule limit (%d)\n", o.Limit)
+	case "time":
+		b.WriteString("stopped by the time budget\n")
+	case "first":
+		b.WriteString("stopped at the first violation\n")
+	case "stop":
+		b.WriteString("stopped by the caller\n")
 	}
 	if len(r.Unknown) > 0 {
 		n, whys := 0, []string{}
@@ -443,6 +492,14 @@ func (r *ExploreReport) String() string {
 		fmt.Fprintf(&b, "  %s\n", model.Summarize(v.Violations))
 	}
 	return b.String()
+}
+
+// boundString is a bound as a story writes it (none for < 0).
+func boundString(b int) string {
+	if b < 0 {
+		return "none"
+	}
+	return strconv.Itoa(b)
 }
 
 func formatBudget(m map[string]int) string {

@@ -253,3 +253,25 @@ func TestExploreReportSaysUnknownFootprints(t *testing.T) {
 	r.Unknown = map[string]int{}
 	assert.NotContains(t, r.String(), "footprints unknown")
 }
+
+// A setting the command line fixed wins over the story's own argument,
+// and the report says which it overrode; unfixed ones still come from
+// the story.
+func TestExploreFixedFlagWinsOverStory(t *testing.T) {
+	def := DefaultExploreOptions()
+	def.Bound, def.Fixed = 2, map[string]bool{"bound": true}
+	d := &datadriven.TestData{Cmd: "explore", Input: "send user=u1 room=r1 msg=a",
+		CmdArgs: []datadriven.CmdArg{{Key: "bound", Vals: []string{"0"}}, {Key: "drops", Vals: []string{"1"}}}}
+	o, _, err := parseExplore(NewEnv(system.ModeBulk), d, def)
+	require.NoError(t, err)
+	assert.Equal(t, 2, o.Bound)
+	assert.Equal(t, 1, o.Budget[sim.ExDrop])
+	assert.Equal(t, []string{"bound=0 (fixed: 2)"}, o.Overridden)
+	r := &ExploreReport{Opts: o, Overridden: o.Overridden, Terminal: map[string]bool{}}
+	assert.Contains(t, r.String(), "bound=2 budgets: drop=1\nthe command line overrides the story's bound=0 (fixed: 2)\n")
+	def.Fixed = nil
+	o, _, err = parseExplore(NewEnv(system.ModeBulk), d, def)
+	require.NoError(t, err)
+	assert.Equal(t, 0, o.Bound, "not fixed: the story's own")
+	assert.Empty(t, o.Overridden)
+}

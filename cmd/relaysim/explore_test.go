@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var exploreSummary = regexp.MustCompile(`(?m)\Aexplore: \d+ schedules, \d+ terminal states, exhausted=(yes|no), violations=\d+\n\z`)
+var exploreSummary = regexp.MustCompile(`(?m)\Aexplore: \d+ schedules, terminal states (\w+(#\d+)?=\d+ ?)+, exhausted=(yes|no), violations=\d+\n\z`)
 
 func finalLine(s string) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")

@@ -81,6 +81,8 @@ type Explorer struct {
 	// BoundHit and BudgetHit count choices left out by the bound or the
 	// fault budgets (so "exhausted" is read with them).
 	BoundHit, BudgetHit, DepthHit int
+	// BudgetHitBy is BudgetHit per fault class.
+	BudgetHitBy map[string]int
 	// Divergence is set when a replayed choice was not ready: the run did
 	// not repeat itself (a determinism bug).
 	Divergence error

@@ -62,6 +62,10 @@ func (e *Explorer) add(d int, c string) bool {
 	if cls := l.classOf(c); cls != "" && l.faults[cls] >= e.Budget[cls] {
 		if e.Budget[cls] > 0 {
 			e.BudgetHit++ // a class with no budget is off, not cut
+			if e.BudgetHitBy == nil {
+				e.BudgetHitBy = map[string]int{}
+			}
+			e.BudgetHitBy[cls]++
 		}
 		return false
 	}
