@@ -44,8 +44,10 @@ type ExploreOptions struct {
 	// Depth, when > 0, explores no alternative deeper than that many
 	// choices (the search then says exhausted=no if it cut one).
 	Depth int
-	// Replay, when set, runs just this schedule.
-	Replay []string
+	// Replay, when set, runs just this schedule; ReplayBuild is the build
+	// its file says it was found on ("" for an older file).
+	Replay      []string
+	ReplayBuild string
 	// Stop, when set, is asked after each schedule whether to stop early
 	// (a time budget: the search then reports itself not exhausted).
 	Stop func(r *ExploreReport) bool
@@ -106,6 +108,21 @@ type ExploreReport struct {
 	// cannot check): they were taken to touch everything (sound, slower).
 	Unknown map[string]int
 }
+
+// StaleScheduleError is a replayed schedule that diverged on a build
+// other than the one it was found on: the code changed under it, which
+// is no determinism bug (a harness error: the schedule says nothing of
+// this build).
+type StaleScheduleError struct {
+	Found, This string
+	Err         error
+}
+
+func (e *StaleScheduleError) Error() string {
+	return fmt.Sprintf("this schedule no longer applies to this build (found on %s, this is %s): %v", e.Found, e.This, e.Err)
+}
+
+func (e *StaleScheduleError) Unwrap() error { return e.Err }
 
 // ExploreViolation is one failing schedule.
 type ExploreViolation struct {
@@ -274,6 +291,9 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 			r.Unknown[why] += n
 		}
 		if ex.Divergence != nil {
+			if this := sim.SourceBuild(); o.Replay != nil && !sim.SameBuild(o.ReplayBuild, this) {
+				return r, &StaleScheduleError{Found: o.ReplayBuild, This: this, Err: ex.Divergence}
+			}
 			return r, fmt.Errorf("schedule %d did not repeat itself (a determinism bug): %w", ex.Schedules, ex.Divergence)
 		}
 		r.Terminal[out] = true
@@ -532,7 +552,7 @@ func (e *Env) handleExplore(d *datadriven.TestData) (string, error) {
 	e.Close()
 	o := e.ExploreDefaults
 	if e.replay != nil {
-		o.Replay, e.replay = e.replay, nil
+		o.Replay, o.ReplayBuild, e.replay, e.replayBuild = e.replay, e.replayBuild, nil, ""
 	}
 	r, err := Explore(e.setup, d, e.Mode, o)
 	if err != nil {

@@ -130,6 +130,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		if def.Replay, err = dst.ParseSchedule(string(b)); err != nil {
 			return bad("%s: %v", *schedule, err)
 		}
+		def.ReplayBuild = dst.ScheduleBuild(string(b))
 	}
 	if err := checkOutputs(output{flag: "out", path: *out, dir: true}, output{flag: "junit", path: *junit}, output{flag: "timeline", path: *tl}); err != nil {
 		return bad("%v", err)
@@ -423,7 +424,7 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 			} else {
 				err := os.MkdirAll(outDir, 0o755)
 				if err == nil {
-					err = os.WriteFile(file, []byte(dst.FormatSchedule(v.Schedule)), 0o644)
+					err = os.WriteFile(file, []byte(dst.FormatScheduleOn(v.Schedule, sim.SourceBuild())), 0o644)
 				}
 				if err != nil {
 					fmt.Fprintf(stderr, "relaysim explore: %v\n", err)

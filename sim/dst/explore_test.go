@@ -467,3 +467,19 @@ func TestExploreReplayByKey(t *testing.T) {
 	runToy(t, p, bad, false)
 	assert.ErrorContains(t, bad.Divergence, `"t9|step|0" is not parked`)
 }
+
+// A schedule file names the build it was found on; a file from before
+// that carries none and still parses to the same choices.
+func TestScheduleCarriesItsBuild(t *testing.T) {
+	sched := []string{"n1|redis|a", "n2|rpc|b!drop", tick}
+	text := FormatScheduleOn(sched, "src:0123456789ab vcs:abc+dirty")
+	assert.Equal(t, "src:0123456789ab vcs:abc+dirty", ScheduleBuild(text))
+	back, err := ParseSchedule(text)
+	require.NoError(t, err)
+	assert.Equal(t, sched, back)
+	old := FormatSchedule(sched)
+	assert.Equal(t, "", ScheduleBuild(old))
+	back, err = ParseSchedule(old)
+	require.NoError(t, err)
+	assert.Equal(t, sched, back)
+}
