@@ -103,6 +103,10 @@ type ExploreReport struct {
 	// Overridden lists the story's own arguments the caller's fixed
 	// settings overrode, as "bound=0 (fixed: 2)".
 	Overridden []string
+	// Probes counts, per code probe of the relay (system.Probes), the
+	// schedules that hit it: whether the story reached the code a change
+	// touched (setup included: every schedule replays it).
+	Probes map[string]int
 	// Unknown counts, over the schedules, the Redis ops whose footprint
 	// the classifier could not show (an unknown command, a script it
 	// cannot check): they were taken to touch everything (sound, slower).
@@ -280,7 +284,7 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	// Every schedule builds and drops a whole cluster: a laxer collector
 	// saves about a seventh of the CPU (measured on send-races-leave).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}, Unknown: map[string]int{}, Overridden: o.Overridden}
+	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}, Unknown: map[string]int{}, Probes: map[string]int{}, Overridden: o.Overridden}
 	for {
 		one, err := exploreRun(setup, steps, mode, o, ex)
 		if err != nil {
@@ -289,6 +293,9 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 		out, vs, trace, faulted, cut, h := one.out, one.vs, one.trace, one.faulted, one.cut, one.h
 		for why, n := range one.unknown {
 			r.Unknown[why] += n
+		}
+		for name := range one.probes {
+			r.Probes[name]++
 		}
 		if ex.Divergence != nil {
 			if this := sim.SourceBuild(); o.Replay != nil && !sim.SameBuild(o.ReplayBuild, this) {
@@ -506,6 +513,15 @@ func (r *ExploreReport) String() string {
 			whys = append(whys, fmt.Sprintf("%s x%d", why, r.Unknown[why]))
 		}
 		fmt.Fprintf(&b, "footprints unknown, taken to touch everything: %d (%s)\n", n, strings.Join(whys, "; "))
+	}
+	if len(r.Probes) > 0 {
+		var parts []string
+		for _, name := range sortedStrings(r.Probes) {
+			parts = append(parts, fmt.Sprintf("%s=%d", name, r.Probes[name]))
+		}
+		fmt.Fprintf(&b, "probes hit (schedules): %d of %d: %s\n", len(r.Probes), len(system.Probes()), strings.Join(parts, " "))
+	} else {
+		fmt.Fprintf(&b, "probes hit (schedules): 0 of %d\n", len(system.Probes()))
 	}
 	fmt.Fprintf(&b, "exhausted: %s, violations: %d\n", map[bool]string{true: "yes", false: "no"}[r.Exhausted], r.Failing)
 	for _, v := range r.Violations {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -242,7 +243,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relaysim explore: %v\n", herr)
 		writeExploreSummary(stdout, exploreJSON{runSummary: runSummary{
 			Summary: classHarness, Exit: exitHarness, Command: "explore", Mode: *modes, Violations: []string{}, Error: herr.Error(),
-		}, Terminal: map[string]int{}, Searches: []searchJSON{}})
+		}, Terminal: map[string]int{}, Searches: []searchJSON{}, Probes: map[string]int{}})
 		return exitHarness
 	}
 	return exploreVerdict(all, name, *scenario, *story, fs, *out, *junit, *tl, *modes, firstAt, stdout, stderr)
@@ -254,7 +255,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 // the search's counts, so that tooling (the mutant catalog's explore
 // suite, mutants.Summary) never scrapes the report, e.g.
 //
-//	{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"bulk","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore ...","schedules":120,"terminal":{"bulk":6},"searches":[{"search":"bulk","bound":"1","budgets":{"drop":1},"horizon":"3s","schedules":120,"terminal":6,"max_depth":30,"exhausted":true,"cut":{"bound":40,"budgets":{"drop":3},"depth":0,"horizon":0}}],"exhausted":true,"first_violation":17}
+//	{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"bulk","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore ...","schedules":120,"terminal":{"bulk":6},"searches":[{"search":"bulk","bound":"1","budgets":{"drop":1},"horizon":"3s","schedules":120,"terminal":6,"max_depth":30,"exhausted":true,"cut":{"bound":40,"budgets":{"drop":3},"depth":0,"horizon":0},"probes":{"session.gap-in-known-room":60}}],"probes":{"session.gap-in-known-room":60},"exhausted":true,"first_violation":17}
 //
 // FirstViolation is how many schedules ran, over the searches in order,
 // until the first that broke a property (0: none did); with -j, the
@@ -268,10 +269,14 @@ type exploreJSON struct {
 	// has several): never summed across modes, whose states differ.
 	Terminal map[string]int `json:"terminal"`
 	// Searches says, per search, its bound, its budgets and what each cut.
-	Searches       []searchJSON `json:"searches"`
-	Exhausted      bool         `json:"exhausted"`
-	FirstViolation int          `json:"first_violation"`
-	Failing        int          `json:"failing,omitempty"`
+	Searches []searchJSON `json:"searches"`
+	// Probes is the union of the searches' code probes: per probe, the
+	// schedules that hit it over every search (a user sees whether the
+	// story reached the code they changed).
+	Probes         map[string]int `json:"probes"`
+	Exhausted      bool           `json:"exhausted"`
+	FirstViolation int            `json:"first_violation"`
+	Failing        int            `json:"failing,omitempty"`
 	// FootprintsUnknown counts the Redis ops the footprint classifier
 	// could not show and took to touch everything (sound, slower).
 	FootprintsUnknown int `json:"footprints_unknown,omitempty"`
@@ -296,6 +301,9 @@ type searchJSON struct {
 	Cut        cutJSON        `json:"cut"`
 	StoppedBy  string         `json:"stopped_by,omitempty"`
 	Overridden []string       `json:"overridden,omitempty"`
+	// Probes counts, per code probe the search hit, its schedules that
+	// hit it.
+	Probes map[string]int `json:"probes"`
 }
 
 type cutJSON struct {
@@ -341,7 +349,8 @@ func searchOf(label string, r *scenarios.ExploreReport) searchJSON {
 	}
 	return searchJSON{Search: label, Bound: bound, Budgets: budgets, Horizon: o.Horizon.String(), Depth: o.Depth, Limit: o.Limit,
 		Schedules: r.Schedules, Terminal: len(r.Terminal), MaxDepth: r.MaxDepth, Exhausted: r.Exhausted,
-		Cut: cutJSON{Bound: r.BoundHit, Budgets: cut, Depth: r.DepthHit, Horizon: r.HorizonCut}, StoppedBy: r.StoppedBy, Overridden: r.Overridden}
+		Cut: cutJSON{Bound: r.BoundHit, Budgets: cut, Depth: r.DepthHit, Horizon: r.HorizonCut}, StoppedBy: r.StoppedBy, Overridden: r.Overridden,
+		Probes: maps.Collect(maps.All(r.Probes))}
 }
 
 func writeExploreSummary(w io.Writer, s exploreJSON) {
@@ -400,7 +409,7 @@ func (w *wallClock) stop()              { close(w.done) }
 // schedules and the JUnit file, and ends with the summary line.
 func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string, fs *flag.FlagSet, outDir, junit, tl, modes string, firstAt int, stdout, stderr io.Writer) int {
 	var schedules, violations, unknown int
-	terminal, searches := map[string]int{}, []searchJSON{}
+	terminal, searches, probes := map[string]int{}, []searchJSON{}, map[string]int{}
 	props, evidence := []string{}, []string(nil)
 	firstReplay := ""
 	exhausted := len(all) > 0
@@ -411,6 +420,9 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 		label := searchLabel(all, i)
 		terminal[label] = len(r.Terminal)
 		searches = append(searches, searchOf(label, r))
+		for name, n := range r.Probes {
+			probes[name] += n
+		}
 		violations += max(r.Failing, len(r.Violations))
 		exhausted = exhausted && r.Exhausted
 		for _, n := range r.Unknown {
@@ -471,7 +483,7 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 	}
 	s := exploreJSON{
 		runSummary: runSummary{Summary: classOf(code), Exit: code, Command: "explore", Mode: modes, Violations: props, Replay: firstReplay, Evidence: evidence},
-		Schedules:  schedules, Terminal: terminal, Searches: searches, Exhausted: exhausted, FirstViolation: firstAt, Failing: violations,
+		Schedules:  schedules, Terminal: terminal, Searches: searches, Probes: probes, Exhausted: exhausted, FirstViolation: firstAt, Failing: violations,
 		FootprintsUnknown: unknown,
 	}
 	writeExploreSummary(stdout, s)
@@ -557,7 +569,7 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 		}()
 	}
 	wg.Wait()
-	merged := exploreJSON{runSummary: runSummary{Command: "explore", Violations: []string{}}, Terminal: map[string]int{}, Searches: []searchJSON{}}
+	merged := exploreJSON{runSummary: runSummary{Command: "explore", Violations: []string{}}, Terminal: map[string]int{}, Searches: []searchJSON{}, Probes: map[string]int{}}
 	exhausted := true
 	for k := range n {
 		var ws exploreJSON
@@ -608,6 +620,9 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 			merged.Terminal[k] = v
 		}
 		merged.Searches = append(merged.Searches, ws.Searches...)
+		for name, n := range ws.Probes {
+			merged.Probes[name] += n
+		}
 		merged.Failing += ws.Failing
 		merged.FootprintsUnknown += ws.FootprintsUnknown
 		exhausted = exhausted && ws.Exhausted

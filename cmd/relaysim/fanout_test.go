@@ -39,9 +39,9 @@ func shardOK(js, last string, exit int) string {
 // without their summary lines, each shard's last line rebuilt from its
 // result.
 func TestExploreParallelSumsTypedResults(t *testing.T) {
-	ok := shardOK(`{"summary":"ok","exit":0,"command":"explore","seed":"","mode":"bulk","violations":[],"trace_hash":"","schedules":3,"terminal":{"bulk":1},"searches":[{"search":"bulk","schedules":3,"terminal":1}],"exhausted":true,"first_violation":0}`,
+	ok := shardOK(`{"summary":"ok","exit":0,"command":"explore","seed":"","mode":"bulk","violations":[],"trace_hash":"","schedules":3,"terminal":{"bulk":1},"searches":[{"search":"bulk","schedules":3,"terminal":1,"probes":{"a":2}}],"probes":{"a":2},"exhausted":true,"first_violation":0}`,
 		"explore: 3 schedules, terminal states bulk=1, exhausted=yes, violations=0", 0)
-	bad := shardOK(`{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"stream","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore -x","evidence":["violated: no-loss: lost"],"schedules":5,"terminal":{"stream":2},"searches":[{"search":"stream","schedules":5,"terminal":2}],"exhausted":false,"first_violation":4,"failing":1}`,
+	bad := shardOK(`{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"stream","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore -x","evidence":["violated: no-loss: lost"],"schedules":5,"terminal":{"stream":2},"searches":[{"search":"stream","schedules":5,"terminal":2,"probes":{"a":1,"b":5}}],"probes":{"a":1,"b":5},"exhausted":false,"first_violation":4,"failing":1}`,
 		"this last line is not read", 1)
 	fakeSelf(t, shardScript(ok, bad))
 	var out, errb bytes.Buffer
@@ -49,7 +49,7 @@ func TestExploreParallelSumsTypedResults(t *testing.T) {
 	assert.Equal(t, exitFail, code, errb.String())
 	want := "== story:x mode=bulk\n(worker 1/2: explore: 3 schedules, terminal states bulk=1, exhausted=yes, violations=0)\n" +
 		"== story:x mode=bulk\n(worker 2/2: explore: 5 schedules, terminal states stream=2, exhausted=no, violations=1)\n" +
-		`{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"stream","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore -x","evidence":["violated: no-loss: lost"],"schedules":8,"terminal":{"bulk":1,"stream":2},"searches":[{"search":"bulk","bound":"","budgets":null,"horizon":"","schedules":3,"terminal":1,"max_depth":0,"exhausted":false,"cut":{"bound":0,"budgets":null,"depth":0,"horizon":0}},{"search":"stream","bound":"","budgets":null,"horizon":"","schedules":5,"terminal":2,"max_depth":0,"exhausted":false,"cut":{"bound":0,"budgets":null,"depth":0,"horizon":0}}],"exhausted":false,"first_violation":4,"failing":1}` + "\n" +
+		`{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"stream","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore -x","evidence":["violated: no-loss: lost"],"schedules":8,"terminal":{"bulk":1,"stream":2},"searches":[{"search":"bulk","bound":"","budgets":null,"horizon":"","schedules":3,"terminal":1,"max_depth":0,"exhausted":false,"cut":{"bound":0,"budgets":null,"depth":0,"horizon":0},"probes":{"a":2}},{"search":"stream","bound":"","budgets":null,"horizon":"","schedules":5,"terminal":2,"max_depth":0,"exhausted":false,"cut":{"bound":0,"budgets":null,"depth":0,"horizon":0},"probes":{"a":1,"b":5}}],"probes":{"a":3,"b":5},"exhausted":false,"first_violation":4,"failing":1}` + "\n" +
 		"explore: 8 schedules, terminal states bulk=1 stream=2, exhausted=no, violations=1\n"
 	assert.Equal(t, want, out.String())
 }
