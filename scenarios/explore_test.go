@@ -1,11 +1,13 @@
 package scenarios
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -274,4 +276,31 @@ func TestExploreFixedFlagWinsOverStory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 0, o.Bound, "not fixed: the story's own")
 	assert.Empty(t, o.Overridden)
+}
+
+// A story file's schedule block carries its build line as a schedule file
+// does: a schedule that diverges on another build no longer applies (no
+// determinism bug); on this build it is one.
+func TestExploreStoryScheduleCarriesItsBuild(t *testing.T) {
+	text, err := Story("two-senders")
+	require.NoError(t, err)
+	i := strings.Index(text, "explore bound=")
+	require.Positive(t, i)
+	for _, tc := range []struct {
+		build string
+		stale bool
+	}{{"src:000000000000", true}, {sim.SourceBuild(), false}} {
+		sched := "schedule mode=bulk\n" + dst.FormatScheduleOn([]string{"u9|client|a1 nothing"}, tc.build) + "----\n\n"
+		synctest.Test(t, func(t *testing.T) {
+			_, err := ExploreText(t, "two-senders", text[:i]+sched+text[i:], system.ModeBulk, DefaultExploreOptions())
+			require.Error(t, err)
+			var stale *StaleScheduleError
+			assert.Equal(t, tc.stale, errors.As(err, &stale), "%v", err)
+			if tc.stale {
+				assert.Contains(t, err.Error(), "this schedule no longer applies to this build (found on src:000000000000, this is src:")
+			} else {
+				assert.Contains(t, err.Error(), "a determinism bug")
+			}
+		})
+	}
 }
