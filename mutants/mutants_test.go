@@ -327,7 +327,7 @@ func TestJudgeRunReadsTheResult(t *testing.T) {
 func TestJudgeExplore(t *testing.T) {
 	line := func(class string, exit int, props ...string) string {
 		js, _ := json.Marshal(Summary{Summary: class, Exit: exit, Command: "explore", Violations: props, Schedules: 40, Exhausted: exit == 0, FirstViolation: 17})
-		return "== story\nFAILED: ...\n" + string(js) + "\nexplore: 40 schedules, 3 terminal states, exhausted=no, violations=1\n"
+		return "== story\nFAILED: ...\n" + string(js) + "\nexplore: 40 schedules, terminal states bulk=3, exhausted=no, violations=1\n"
 	}
 	cases := []struct {
 		name string

@@ -26,10 +26,10 @@ type Summary struct {
 	Evidence []string `json:"evidence"`
 	// explore only: schedules run, distinct terminal states, whether the
 	// search finished, and the schedules run until the first violation.
-	Schedules      int  `json:"schedules"`
-	Terminal       int  `json:"terminal"`
-	Exhausted      bool `json:"exhausted"`
-	FirstViolation int  `json:"first_violation"`
+	Schedules      int            `json:"schedules"`
+	Terminal       map[string]int `json:"terminal"` // per search (mode)
+	Exhausted      bool           `json:"exhausted"`
+	FirstViolation int            `json:"first_violation"`
 	// sweep only (the probes suite): its runs, and the required code
 	// probes no run hit.
 	Runs        int      `json:"runs"`

@@ -44,14 +44,22 @@ type ExploreOptions struct {
 	// Depth, when > 0, explores no alternative deeper than that many
 	// choices (the search then says exhausted=no if it cut one).
 	Depth int
-	// Replay, when set, runs just this schedule.
-	Replay []string
+	// Replay, when set, runs just this schedule; ReplayBuild is the build
+	// its file says it was found on ("" for an older file).
+	Replay      []string
+	ReplayBuild string
 	// Stop, when set, is asked after each schedule whether to stop early
 	// (a time budget: the search then reports itself not exhausted).
 	Stop func(r *ExploreReport) bool
 	// Shard i of n runs only the schedules of the first branching choices
 	// whose index mod n is i (see ExploreReport.Shard): n <= 1 runs all.
 	Shard, Shards int
+	// Fixed names the settings the caller fixed (the command line's flags
+	// given explicitly: "bound", "crashes", "horizon"...): a story's own
+	// argument of that name does not override them (Overridden says so).
+	Fixed map[string]bool
+	// Overridden is what parseExplore left out of a story's arguments.
+	Overridden []string
 }
 
 // DefaultExploreOptions: unbounded, no faults, a 3 s horizon, a 2 s drain.
@@ -86,7 +94,39 @@ type ExploreReport struct {
 	// (ops parked, calls in flight): what followed was not explored, so
 	// the search is not exhausted.
 	HorizonCut int
+	// BudgetHitBy is BudgetHit per fault class.
+	BudgetHitBy map[string]int
+	// StoppedBy says why the search stopped before it was exhausted:
+	// "limit" (the schedule limit), "time" (a time budget), "first" (the
+	// first violation), "stop" (the caller's Stop), "" (it was not).
+	StoppedBy string
+	// Overridden lists the story's own arguments the caller's fixed
+	// settings overrode, as "bound=0 (fixed: 2)".
+	Overridden []string
+	// Probes counts, per code probe of the relay (system.Probes), the
+	// schedules that hit it: whether the story reached the code a change
+	// touched (setup included: every schedule replays it).
+	Probes map[string]int
+	// Unknown counts, over the schedules, the Redis ops whose footprint
+	// the classifier could not show (an unknown command, a script it
+	// cannot check): they were taken to touch everything (sound, slower).
+	Unknown map[string]int
 }
+
+// StaleScheduleError is a replayed schedule that diverged on a build
+// other than the one it was found on: the code changed under it, which
+// is no determinism bug (a harness error: the schedule says nothing of
+// this build).
+type StaleScheduleError struct {
+	Found, This string
+	Err         error
+}
+
+func (e *StaleScheduleError) Error() string {
+	return fmt.Sprintf("this schedule no longer applies to this build (found on %s, this is %s): %v", e.Found, e.This, e.Err)
+}
+
+func (e *StaleScheduleError) Unwrap() error { return e.Err }
 
 // ExploreViolation is one failing schedule.
 type ExploreViolation struct {
@@ -129,11 +169,21 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 		o.Budget[k] = v
 	}
 	budgets := map[string]string{"crashes": sim.ExCrash, "drops": sim.ExDrop, "loses": sim.ExLose, "errors": sim.ExError, "delays": sim.ExDelay}
+	fixed := map[string]string{"bound": boundString(def.Bound), "horizon": def.Horizon.String(), "drain": def.Drain.String(), "limit": strconv.Itoa(def.Limit)}
+	for k, cls := range budgets {
+		fixed[k] = strconv.Itoa(def.Budget[cls])
+	}
 	for _, arg := range d.CmdArgs {
 		if len(arg.Vals) != 1 {
 			return o, nil, fmt.Errorf("explore: %s= takes one value", arg.Key)
 		}
 		v := arg.Vals[0]
+		if def.Fixed[arg.Key] {
+			if v != fixed[arg.Key] {
+				o.Overridden = append(o.Overridden, fmt.Sprintf("%s=%s (fixed: %s)", arg.Key, v, fixed[arg.Key]))
+			}
+			continue
+		}
 		var err error
 		switch arg.Key {
 		case "bound":
@@ -234,13 +284,23 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	// Every schedule builds and drops a whole cluster: a laxer collector
 	// saves about a seventh of the CPU (measured on send-races-leave).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}}
+	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}, Unknown: map[string]int{}, Probes: map[string]int{}, Overridden: o.Overridden}
 	for {
-		out, vs, trace, faulted, cut, h, err := exploreOnce(setup, steps, mode, o, ex)
+		one, err := exploreRun(setup, steps, mode, o, ex)
 		if err != nil {
 			return r, err
 		}
+		out, vs, trace, faulted, cut, h := one.out, one.vs, one.trace, one.faulted, one.cut, one.h
+		for why, n := range one.unknown {
+			r.Unknown[why] += n
+		}
+		for name := range one.probes {
+			r.Probes[name]++
+		}
 		if ex.Divergence != nil {
+			if this := sim.SourceBuild(); o.Replay != nil && !sim.SameBuild(o.ReplayBuild, this) {
+				return r, &StaleScheduleError{Found: o.ReplayBuild, This: this, Err: ex.Divergence}
+			}
 			return r, fmt.Errorf("schedule %d did not repeat itself (a determinism bug): %w", ex.Schedules, ex.Divergence)
 		}
 		r.Terminal[out] = true
@@ -262,11 +322,19 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 		}
 		more := ex.Next() // analyses the run: the counts below include it
 		r.Schedules, r.Blocked, r.MaxDepth, r.BoundHit, r.BudgetHit, r.DepthHit = ex.Schedules, ex.Blocked, ex.MaxDepth, ex.BoundHit, ex.BudgetHit, ex.DepthHit
+		r.BudgetHitBy = ex.BudgetHitBy
 		if !more {
 			r.Exhausted = o.Replay == nil && r.DepthHit == 0 && r.HorizonCut == 0
 			return r, nil
 		}
-		if (o.Limit > 0 && r.Schedules >= o.Limit) || (o.Stop != nil && o.Stop(r)) {
+		if o.Limit > 0 && r.Schedules >= o.Limit {
+			r.StoppedBy = "limit"
+			return r, nil
+		}
+		if o.Stop != nil && o.Stop(r) {
+			if r.StoppedBy == "" {
+				r.StoppedBy = "stop"
+			}
 			return r, nil
 		}
 	}
@@ -296,43 +364,65 @@ func wholeTrace(setup []*datadriven.TestData, steps []exploreStep, mode system.M
 // calls in flight: Cluster.HorizonPending): what followed was run, not
 // explored.
 func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace *sim.Trace, faulted, cut bool, h *model.History, err error) {
+	r, err := exploreRun(setup, steps, mode, o, ex)
+	return r.out, r.vs, r.trace, r.faulted, r.cut, r.h, err
+}
+
+// onceResult is what one schedule ended with: its terminal state and
+// violations (exploreOnce), and what the report adds up over schedules:
+// the ops whose footprint was unknown (taken to touch everything) and the
+// code probes the run hit.
+type onceResult struct {
+	out     string
+	vs      []model.Violation
+	trace   *sim.Trace
+	faulted bool
+	cut     bool
+	h       *model.History
+	unknown map[string]int
+	probes  map[string]int
+}
+
+// exploreRun runs one schedule (exploreOnce).
+func exploreRun(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (res onceResult, err error) {
 	env := NewEnv(mode)
 	env.explorer = ex
 	defer env.Close()
 	for _, d := range setup {
 		if _, err := env.Handle(d); err != nil {
-			return "", nil, nil, false, false, nil, fmt.Errorf("setup under exploration: %s: %w", d.Pos, err)
+			return res, fmt.Errorf("setup under exploration: %s: %w", d.Pos, err)
 		}
 	}
 	c := env.c
 	if c == nil {
-		return "", nil, nil, false, false, nil, errNoCluster
+		return res, errNoCluster
 	}
 	c.FinalCountsOnly = true
 	c.ArmExplore()
 	for _, s := range steps {
 		if err := s.issue(env); err != nil {
-			return "", nil, nil, false, false, nil, err
+			return res, err
 		}
 	}
 	c.Sched.RunFor(o.Horizon)
 	ops, calls := c.HorizonPending()
-	cut = ops+calls > 0
+	cut := ops+calls > 0
 	c.DisarmExplore()
 	if err := c.Drain(o.Drain, o.Drain); err != nil {
-		return "", nil, nil, false, false, nil, fmt.Errorf("liveness: %w", err)
+		return res, fmt.Errorf("liveness: %w", err)
 	}
-	h, err = c.Snapshot()
+	h, err := c.Snapshot()
 	if err != nil {
-		return "", nil, nil, false, false, nil, fmt.Errorf("read the room logs: %w", err)
+		return res, fmt.Errorf("read the room logs: %w", err)
 	}
 	// In a story no fault happens unless chosen: with none chosen, timely
 	// delivery is judged with no fault excuse, churn or not.
-	faulted = c.Stats.FaultsInjected > 0
+	faulted := c.Stats.FaultsInjected > 0
 	h.FaultFree = !faulted && sim.OnlyRefusals(h.Faults)
-	vs = model.Check(h)
+	vs := model.Check(h)
 	// The search keeps only the trace's tail (a replay keeps it all).
-	return terminalState(h, vs), vs, c.Trace, faulted, cut, h, nil
+	return onceResult{out: terminalState(h, vs), vs: vs, trace: c.Trace, faulted: faulted, cut: cut, h: h,
+		unknown: c.UnknownFootprints(), probes: c.Probes()}, nil
 }
 
 // terminalState renders what a schedule ended with: each user's
@@ -387,24 +477,65 @@ func sortedStrings[V any](m map[string]V) []string {
 func (r *ExploreReport) String() string {
 	var b strings.Builder
 	o := r.Opts
-	bound := "none"
-	if o.Bound >= 0 {
-		bound = strconv.Itoa(o.Bound)
+	fmt.Fprintf(&b, "bound=%s budgets: %s\n", boundString(o.Bound), formatBudget(o.Budget))
+	if len(r.Overridden) > 0 {
+		fmt.Fprintf(&b, "the command line overrides the story's %s\n", strings.Join(r.Overridden, ", "))
 	}
-	fmt.Fprintf(&b, "bound=%s budgets: %s\n", bound, formatBudget(o.Budget))
 	fmt.Fprintf(&b, "schedules: %d (redundant %d), terminal states: %d, max depth: %d\n", r.Schedules, r.Blocked, len(r.Terminal), r.MaxDepth)
 	fmt.Fprintf(&b, "cut by the bound: %d, by the budgets: %d, with a fault: %d\n", r.BoundHit, r.BudgetHit, r.Faults)
+	if len(r.BudgetHitBy) > 0 {
+		var parts []string
+		for _, k := range sortedStrings(r.BudgetHitBy) {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, r.BudgetHitBy[k]))
+		}
+		fmt.Fprintf(&b, "cut by each budget: %s\n", strings.Join(parts, " "))
+	}
 	if r.DepthHit > 0 {
 		fmt.Fprintf(&b, "cut by the depth budget (%d choices): %d\n", o.Depth, r.DepthHit)
 	}
 	if r.HorizonCut > 0 {
 		fmt.Fprintf(&b, "cut by the horizon (%v) with work pending: %d\n", o.Horizon, r.HorizonCut)
 	}
+	switch r.StoppedBy {
+	case "limit":
+		fmt.Fprintf(&b, "stopped by the schedule limit (%d)\n", o.Limit)
+	case "time":
+		b.WriteString("stopped by the time budget\n")
+	case "first":
+		b.WriteString("stopped at the first violation\n")
+	case "stop":
+		b.WriteString("stopped by the caller\n")
+	}
+	if len(r.Unknown) > 0 {
+		n, whys := 0, []string{}
+		for _, why := range sortedStrings(r.Unknown) {
+			n += r.Unknown[why]
+			whys = append(whys, fmt.Sprintf("%s x%d", why, r.Unknown[why]))
+		}
+		fmt.Fprintf(&b, "footprints unknown, taken to touch everything: %d (%s)\n", n, strings.Join(whys, "; "))
+	}
+	if len(r.Probes) > 0 {
+		var parts []string
+		for _, name := range sortedStrings(r.Probes) {
+			parts = append(parts, fmt.Sprintf("%s=%d", name, r.Probes[name]))
+		}
+		fmt.Fprintf(&b, "probes hit (schedules): %d of %d: %s\n", len(r.Probes), len(system.Probes()), strings.Join(parts, " "))
+	} else {
+		fmt.Fprintf(&b, "probes hit (schedules): 0 of %d\n", len(system.Probes()))
+	}
 	fmt.Fprintf(&b, "exhausted: %s, violations: %d\n", map[bool]string{true: "yes", false: "no"}[r.Exhausted], r.Failing)
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  %s\n", model.Summarize(v.Violations))
 	}
 	return b.String()
+}
+
+// boundString is a bound as a story writes it (none for < 0).
+func boundString(b int) string {
+	if b < 0 {
+		return "none"
+	}
+	return strconv.Itoa(b)
 }
 
 func formatBudget(m map[string]int) string {
@@ -437,7 +568,7 @@ func (e *Env) handleExplore(d *datadriven.TestData) (string, error) {
 	e.Close()
 	o := e.ExploreDefaults
 	if e.replay != nil {
-		o.Replay, e.replay = e.replay, nil
+		o.Replay, o.ReplayBuild, e.replay, e.replayBuild = e.replay, e.replayBuild, nil, ""
 	}
 	r, err := Explore(e.setup, d, e.Mode, o)
 	if err != nil {

@@ -1,11 +1,13 @@
 package scenarios
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -242,5 +244,63 @@ send user=u1 room=r1 msg=hi node=n1
 				})
 			})
 		}
+	}
+}
+
+// Ops the Redis classifier could not show are said, with their reasons.
+func TestExploreReportSaysUnknownFootprints(t *testing.T) {
+	r := &ExploreReport{Opts: DefaultExploreOptions(), Terminal: map[string]bool{"x": true},
+		Unknown: map[string]int{"unknown command object": 2, "keys spans the keyspace": 1}}
+	assert.Contains(t, r.String(), "footprints unknown, taken to touch everything: 3 (keys spans the keyspace x1; unknown command object x2)\n")
+	r.Unknown = map[string]int{}
+	assert.NotContains(t, r.String(), "footprints unknown")
+}
+
+// A setting the command line fixed wins over the story's own argument,
+// and the report says which it overrode; unfixed ones still come from
+// the story.
+func TestExploreFixedFlagWinsOverStory(t *testing.T) {
+	def := DefaultExploreOptions()
+	def.Bound, def.Fixed = 2, map[string]bool{"bound": true}
+	d := &datadriven.TestData{Cmd: "explore", Input: "send user=u1 room=r1 msg=a",
+		CmdArgs: []datadriven.CmdArg{{Key: "bound", Vals: []string{"0"}}, {Key: "drops", Vals: []string{"1"}}}}
+	o, _, err := parseExplore(NewEnv(system.ModeBulk), d, def)
+	require.NoError(t, err)
+	assert.Equal(t, 2, o.Bound)
+	assert.Equal(t, 1, o.Budget[sim.ExDrop])
+	assert.Equal(t, []string{"bound=0 (fixed: 2)"}, o.Overridden)
+	r := &ExploreReport{Opts: o, Overridden: o.Overridden, Terminal: map[string]bool{}}
+	assert.Contains(t, r.String(), "bound=2 budgets: drop=1\nthe command line overrides the story's bound=0 (fixed: 2)\n")
+	def.Fixed = nil
+	o, _, err = parseExplore(NewEnv(system.ModeBulk), d, def)
+	require.NoError(t, err)
+	assert.Equal(t, 0, o.Bound, "not fixed: the story's own")
+	assert.Empty(t, o.Overridden)
+}
+
+// A story file's schedule block carries its build line as a schedule file
+// does: a schedule that diverges on another build no longer applies (no
+// determinism bug); on this build it is one.
+func TestExploreStoryScheduleCarriesItsBuild(t *testing.T) {
+	text, err := Story("two-senders")
+	require.NoError(t, err)
+	i := strings.Index(text, "explore bound=")
+	require.Positive(t, i)
+	for _, tc := range []struct {
+		build string
+		stale bool
+	}{{"src:000000000000", true}, {sim.SourceBuild(), false}} {
+		sched := "schedule mode=bulk\n" + dst.FormatScheduleOn([]string{"u9|client|a1 nothing"}, tc.build) + "----\n\n"
+		synctest.Test(t, func(t *testing.T) {
+			_, err := ExploreText(t, "two-senders", text[:i]+sched+text[i:], system.ModeBulk, DefaultExploreOptions())
+			require.Error(t, err)
+			var stale *StaleScheduleError
+			assert.Equal(t, tc.stale, errors.As(err, &stale), "%v", err)
+			if tc.stale {
+				assert.Contains(t, err.Error(), "this schedule no longer applies to this build (found on src:000000000000, this is src:")
+			} else {
+				assert.Contains(t, err.Error(), "a determinism bug")
+			}
+		})
 	}
 }

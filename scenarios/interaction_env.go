@@ -46,8 +46,9 @@ type Env struct {
 	ExploreDefaults ExploreOptions
 	ExploreReports  []*ExploreReport
 	// replay is the schedule the next explore block replays (a schedule
-	// command in this mode).
-	replay []string
+	// command in this mode), replayBuild the build it names.
+	replay      []string
+	replayBuild string
 }
 
 // NewEnv returns the environment of one file in mode.

@@ -39,7 +39,7 @@ func (e *Env) handleSchedule(d *datadriven.TestData) (string, error) {
 		return "", fmt.Errorf("schedule: %w", err)
 	}
 	if system.Mode(mode) == e.Mode {
-		e.replay = s
+		e.replay, e.replayBuild = s, dst.ScheduleBuild(d.Input)
 	}
 	return fmt.Sprintf("the next explore block in %s replays these %d choices\n", mode, len(s)), nil
 }

@@ -9,6 +9,7 @@ import (
 	"runtime/pprof"
 	"sort"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -129,6 +130,10 @@ type Cluster struct {
 	giveUpBudget time.Duration
 	// blipSends numbers the sends blips made (chaos.go).
 	blipSends int
+	// footprintUnknown counts the explored ops taken to touch everything
+	// (exploring.go), by reason.
+	footprintMu      sync.Mutex
+	footprintUnknown map[string]int
 }
 
 // Stats counts what a run did.

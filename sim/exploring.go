@@ -25,7 +25,8 @@ import (
 //     ops and every call or client request towards it read it.
 //   - client:<u>  a simulated client's state and what it has seen.
 //   - redis:<key> a Redis key, read or written by a command (a script's
-//     declared keys; a command we cannot classify touches everything).
+//     declared keys, once checked to touch no other; a command not on the
+//     allowlist touches everything: redisfootprint.go).
 
 // Exploring reports whether the cluster runs under the model checker.
 func (c *Cluster) Exploring() bool { return c.cfg.Explorer != nil }
@@ -98,71 +99,6 @@ const (
 	ExCrash = "crash" // a node crashes (a lazy op per node)
 )
 
-// redisReadOnly are the commands the relay uses that only read.
-var redisReadOnly = map[string]bool{
-	"get": true, "mget": true, "hget": true, "hgetall": true, "hexists": true, "hmget": true,
-	"smembers": true, "sismember": true, "scard": true, "lrange": true, "lindex": true, "llen": true,
-	"exists": true, "ttl": true, "pttl": true, "type": true, "zrange": true, "zscore": true, "zcard": true,
-}
-
-// redisNoKey are commands that touch no key.
-var redisNoKey = map[string]bool{"ping": true, "multi": true, "exec": true, "discard": true, "hello": true, "client": true, "select": true}
-
-// redisTouch is what a command touches in Redis: its keys, read or
-// written; nil (everything) when it cannot be classified.
-func redisTouch(cmd redis.Cmder) []dst.Access {
-	args := cmd.Args()
-	name := strings.ToLower(cmd.Name())
-	str := func(i int) (string, bool) {
-		if i >= len(args) {
-			return "", false
-		}
-		s, ok := args[i].(string)
-		return s, ok
-	}
-	switch {
-	case redisNoKey[name]:
-		return []dst.Access{}
-	case name == "evalsha" || name == "eval" || name == "evalsha_ro" || name == "eval_ro":
-		var n int
-		switch v := args[min(2, len(args)-1)].(type) {
-		case int:
-			n = v
-		case int64:
-			n = int(v)
-		default:
-			return nil
-		}
-		out := make([]dst.Access, 0, n)
-		for i := 3; i < 3+n; i++ {
-			k, ok := str(i)
-			if !ok {
-				return nil
-			}
-			out = append(out, dst.W("redis:"+k))
-		}
-		return out
-	case name == "script":
-		return []dst.Access{dst.W("redis-scripts")}
-	case name == "mget" || name == "del" || name == "exists":
-		out := []dst.Access{}
-		for i := 1; i < len(args); i++ {
-			k, ok := str(i)
-			if !ok {
-				return nil
-			}
-			out = append(out, dst.Access{Obj: "redis:" + k, Write: !redisReadOnly[name]})
-		}
-		return out
-	default:
-		k, ok := str(1)
-		if !ok {
-			return nil
-		}
-		return []dst.Access{{Obj: "redis:" + k, Write: !redisReadOnly[name]}}
-	}
-}
-
 // BlindRedisFootprints plants a hole in the footprints for the tests of
 // the checks that must find one: Redis commands then touch no key, so
 // commands of two nodes on one room look independent.
@@ -178,13 +114,37 @@ func (c *Cluster) tRedis(node string, cmds []redis.Cmder) []dst.Access {
 		return t
 	}
 	for _, cmd := range cmds {
-		rt := redisTouch(cmd)
+		rt, why := redisTouch(cmd)
 		if rt == nil {
+			c.unknownFootprint(why)
 			return nil
 		}
 		t = append(t, rt...)
 	}
 	return t
+}
+
+// unknownFootprint counts an op whose footprint could not be classified
+// (it touches everything: redisfootprint.go), by reason.
+func (c *Cluster) unknownFootprint(why string) {
+	c.footprintMu.Lock()
+	defer c.footprintMu.Unlock()
+	if c.footprintUnknown == nil {
+		c.footprintUnknown = map[string]int{}
+	}
+	c.footprintUnknown[why]++
+}
+
+// UnknownFootprints are the ops of this run whose footprint could not be
+// classified and that were taken to touch everything, by reason.
+func (c *Cluster) UnknownFootprints() map[string]int {
+	c.footprintMu.Lock()
+	defer c.footprintMu.Unlock()
+	out := make(map[string]int, len(c.footprintUnknown))
+	for k, v := range c.footprintUnknown {
+		out[k] = v
+	}
+	return out
 }
 
 // ArmExplore starts the explorer's choices of this run (a story's

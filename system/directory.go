@@ -82,7 +82,7 @@ func (d *Directory) CreateRoom(ctx context.Context, room string) (created bool, 
 // upgrade is still recognised. It returns {seq, duplicate, original,
 // members...}: original is the log entry a duplicate names ("" for a new
 // message), or {-1} for an unknown room.
-var sendScript = redis.NewScript(`
+var sendScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
 local legacy = ARGV[4] == '1'
 local res = {}
@@ -170,7 +170,7 @@ func (d *Directory) idemTTL() time.Duration {
 
 // joinScript opens a membership window starting after the current seq, or
 // returns the open window's start when the user is already a member.
-var joinScript = redis.NewScript(`
+var joinScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local from = redis.call('HGET', KEYS[2], ARGV[1])
 if from then return tonumber(from) end
@@ -199,7 +199,7 @@ func (d *Directory) Join(ctx context.Context, room, user string) (uint64, error)
 // leaveScript closes the user's open window at the current seq (dropping it
 // when it holds no message). For a user who already left it returns the end
 // of the last window, so a retried leave is harmless; -2: never a member.
-var leaveScript = redis.NewScript(`
+var leaveScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 local w = redis.call('HGET', KEYS[3], ARGV[1])
 local from = redis.call('HGET', KEYS[2], ARGV[1])
@@ -362,7 +362,7 @@ func (d *Directory) SetRoute(ctx context.Context, user, node string, session uin
 
 // refreshRoutesScript re-arms each user's route when it is missing or still
 // names the same session; a route another session took over is left alone.
-var refreshRoutesScript = redis.NewScript(`
+var refreshRoutesScript = newScript(`
 for i = 1, #KEYS do
   local v = redis.call('GET', KEYS[i])
   if (not v) or v == ARGV[i + 1] then redis.call('SET', KEYS[i], ARGV[i + 1], 'PX', ARGV[1]) end
@@ -393,7 +393,7 @@ func (d *Directory) RefreshRoutes(ctx context.Context, node string, sessions map
 	return nil
 }
 
-var dropRouteScript = redis.NewScript(`
+var dropRouteScript = newScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
@@ -476,7 +476,7 @@ func (d *Directory) Heartbeat(ctx context.Context, n NodeInfo, ttl time.Duration
 // given epoch: one command, so a new incarnation that registers while the
 // old one stops (an overlapping restart) cannot lose its entry between a
 // read and a delete.
-var deregisterScript = redis.NewScript(`
+var deregisterScript = newScript(`
 if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)

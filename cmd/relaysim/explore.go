@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -36,8 +37,8 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	scenario := fs.String("scenario", "", "the story file: its setup commands, then its explore block")
 	story := fs.String("story", "", "a built-in story instead of a file ("+strings.Join(scenarios.StoryNames(), ", ")+")")
 	modes := fs.String("mode", "all", "relay mode: single, bulk, stream or all")
-	bound := fs.String("bound", "none", "the preemption bound: a number, or none (a story's own bound= wins)")
-	crashes := fs.Int("crashes", 0, "crashes a schedule may choose (a story's own crashes= wins)")
+	bound := fs.String("bound", "none", "the preemption bound: a number, or none (given, it wins over a story's own bound=)")
+	crashes := fs.Int("crashes", 0, "crashes a schedule may choose (given, it wins over a story's own crashes=)")
 	drops := fs.Int("drops", 0, "relay requests or stream writes a schedule may drop")
 	loses := fs.Int("loses", 0, "relay responses a schedule may lose (the callee acted, the caller gives up)")
 	rerrors := fs.Int("errors", 0, "Redis commands a schedule may fail")
@@ -110,6 +111,15 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	}
 	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays}
 	def.Horizon, def.Drain, def.Limit, def.Reduce, def.Depth = *horizon, *drain, *limit, *reduce, *depth
+	// A flag given on the command line wins over a story's own argument
+	// of the same name (the report says which it overrode).
+	def.Fixed = map[string]bool{}
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "bound", "crashes", "drops", "loses", "errors", "delays", "horizon", "drain", "limit":
+			def.Fixed[f.Name] = true
+		}
+	})
 	if *schedule != "" {
 		if len(ms) != 1 {
 			return bad("-schedule replays one mode: give -mode")
@@ -121,6 +131,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		if def.Replay, err = dst.ParseSchedule(string(b)); err != nil {
 			return bad("%s: %v", *schedule, err)
 		}
+		def.ReplayBuild = dst.ScheduleBuild(string(b))
 	}
 	if err := checkOutputs(output{flag: "out", path: *out, dir: true}, output{flag: "junit", path: *junit}, output{flag: "timeline", path: *tl}); err != nil {
 		return bad("%v", err)
@@ -188,7 +199,15 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 					st.set(line)
 				}
 				seen(r)
-				return (*first && len(r.Violations) > 0) || (*budget > 0 && wall.now()-start >= *budget)
+				switch {
+				case *first && len(r.Violations) > 0:
+					r.StoppedBy = "first"
+				case *budget > 0 && wall.now()-start >= *budget:
+					r.StoppedBy = "time"
+				default:
+					return false
+				}
+				return true
 			}
 			rs, err := scenarios.ExploreText(t, name, text, m, o)
 			for _, r := range rs { // a search whose last schedule failed was never asked to stop
@@ -224,7 +243,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "relaysim explore: %v\n", herr)
 		writeExploreSummary(stdout, exploreJSON{runSummary: runSummary{
 			Summary: classHarness, Exit: exitHarness, Command: "explore", Mode: *modes, Violations: []string{}, Error: herr.Error(),
-		}})
+		}, Terminal: map[string]int{}, Searches: []searchJSON{}, Probes: map[string]int{}})
 		return exitHarness
 	}
 	return exploreVerdict(all, name, *scenario, *story, fs, *out, *junit, *tl, *modes, firstAt, stdout, stderr)
@@ -236,7 +255,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 // the search's counts, so that tooling (the mutant catalog's explore
 // suite, mutants.Summary) never scrapes the report, e.g.
 //
-//	{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"bulk","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore ...","schedules":120,"terminal":6,"exhausted":true,"first_violation":17}
+//	{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"bulk","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore ...","schedules":120,"terminal":{"bulk":6},"searches":[{"search":"bulk","bound":"1","budgets":{"drop":1},"horizon":"3s","schedules":120,"terminal":6,"max_depth":30,"exhausted":true,"cut":{"bound":40,"budgets":{"drop":3},"depth":0,"horizon":0},"probes":{"session.gap-in-known-room":60}}],"probes":{"session.gap-in-known-room":60},"exhausted":true,"first_violation":17}
 //
 // FirstViolation is how many schedules ran, over the searches in order,
 // until the first that broke a property (0: none did); with -j, the
@@ -244,11 +263,94 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 // (the last line's violations=).
 type exploreJSON struct {
 	runSummary
-	Schedules      int  `json:"schedules"`
-	Terminal       int  `json:"terminal"`
-	Exhausted      bool `json:"exhausted"`
-	FirstViolation int  `json:"first_violation"`
-	Failing        int  `json:"failing,omitempty"`
+	Schedules int `json:"schedules"`
+	// Terminal is the distinct terminal states of each search, by its
+	// label (searchLabel: the mode, with the block's number when a file
+	// has several): never summed across modes, whose states differ.
+	Terminal map[string]int `json:"terminal"`
+	// Searches says, per search, its bound, its budgets and what each cut.
+	Searches []searchJSON `json:"searches"`
+	// Probes is the union of the searches' code probes: per probe, the
+	// schedules that hit it over every search (a user sees whether the
+	// story reached the code they changed).
+	Probes         map[string]int `json:"probes"`
+	Exhausted      bool           `json:"exhausted"`
+	FirstViolation int            `json:"first_violation"`
+	Failing        int            `json:"failing,omitempty"`
+	// FootprintsUnknown counts the Redis ops the footprint classifier
+	// could not show and took to touch everything (sound, slower).
+	FootprintsUnknown int `json:"footprints_unknown,omitempty"`
+}
+
+// searchJSON is one search (a story's block in one mode) in the summary
+// line: its settings, its size and what cut it. Budgets and cuts are per
+// fault class (crash, drop, lose, error, delay); a cut counts choices
+// left out, each a subtree of schedules that did not run, except horizon,
+// which counts schedules the horizon closed on with work pending.
+type searchJSON struct {
+	Search     string         `json:"search"`
+	Bound      string         `json:"bound"`
+	Budgets    map[string]int `json:"budgets"`
+	Horizon    string         `json:"horizon"`
+	Depth      int            `json:"depth,omitempty"`
+	Limit      int            `json:"limit,omitempty"`
+	Schedules  int            `json:"schedules"`
+	Terminal   int            `json:"terminal"`
+	MaxDepth   int            `json:"max_depth"`
+	Exhausted  bool           `json:"exhausted"`
+	Cut        cutJSON        `json:"cut"`
+	StoppedBy  string         `json:"stopped_by,omitempty"`
+	Overridden []string       `json:"overridden,omitempty"`
+	// Probes counts, per code probe the search hit, its schedules that
+	// hit it.
+	Probes map[string]int `json:"probes"`
+}
+
+type cutJSON struct {
+	Bound   int            `json:"bound"`
+	Budgets map[string]int `json:"budgets"`
+	Depth   int            `json:"depth"`
+	Horizon int            `json:"horizon"`
+}
+
+// searchLabel names the i-th report of all in the summary: its mode,
+// and "#k" for the k-th block of a file with several.
+func searchLabel(all []*scenarios.ExploreReport, i int) string {
+	r, k, n := all[i], 0, 0
+	for j, o := range all {
+		if o.Mode == r.Mode {
+			n++
+			if j <= i {
+				k++
+			}
+		}
+	}
+	if n > 1 {
+		return fmt.Sprintf("%s#%d", r.Mode, k)
+	}
+	return string(r.Mode)
+}
+
+func searchOf(label string, r *scenarios.ExploreReport) searchJSON {
+	o := r.Opts
+	bound := "none"
+	if o.Bound >= 0 {
+		bound = strconv.Itoa(o.Bound)
+	}
+	budgets := map[string]int{}
+	for k, v := range o.Budget {
+		if v > 0 {
+			budgets[k] = v
+		}
+	}
+	cut := map[string]int{}
+	for k, v := range r.BudgetHitBy {
+		cut[k] = v
+	}
+	return searchJSON{Search: label, Bound: bound, Budgets: budgets, Horizon: o.Horizon.String(), Depth: o.Depth, Limit: o.Limit,
+		Schedules: r.Schedules, Terminal: len(r.Terminal), MaxDepth: r.MaxDepth, Exhausted: r.Exhausted,
+		Cut: cutJSON{Bound: r.BoundHit, Budgets: cut, Depth: r.DepthHit, Horizon: r.HorizonCut}, StoppedBy: r.StoppedBy, Overridden: r.Overridden,
+		Probes: maps.Collect(maps.All(r.Probes))}
 }
 
 func writeExploreSummary(w io.Writer, s exploreJSON) {
@@ -261,9 +363,18 @@ func writeExploreSummary(w io.Writer, s exploreJSON) {
 }
 
 // exploreLastLine is the line a search ends with.
+// Terminal states are per search (never summed across modes), in the
+// searches' order.
 func exploreLastLine(s exploreJSON) string {
-	return fmt.Sprintf("explore: %d schedules, %d terminal states, exhausted=%s, violations=%d",
-		s.Schedules, s.Terminal, map[bool]string{true: "yes", false: "no"}[s.Exhausted], s.Failing)
+	var ts []string
+	for _, sr := range s.Searches {
+		ts = append(ts, fmt.Sprintf("%s=%d", sr.Search, s.Terminal[sr.Search]))
+	}
+	if len(ts) == 0 {
+		ts = []string{"none"}
+	}
+	return fmt.Sprintf("explore: %d schedules, terminal states %s, exhausted=%s, violations=%d",
+		s.Schedules, strings.Join(ts, " "), map[bool]string{true: "yes", false: "no"}[s.Exhausted], s.Failing)
 }
 
 // wallClock is real elapsed time for code inside a bubble, whose own
@@ -297,7 +408,8 @@ func (w *wallClock) stop()              { close(w.done) }
 // exploreVerdict prints every search's report, writes the failing
 // schedules and the JUnit file, and ends with the summary line.
 func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string, fs *flag.FlagSet, outDir, junit, tl, modes string, firstAt int, stdout, stderr io.Writer) int {
-	var schedules, terminal, violations int
+	var schedules, violations, unknown int
+	terminal, searches, probes := map[string]int{}, []searchJSON{}, map[string]int{}
 	props, evidence := []string{}, []string(nil)
 	firstReplay := ""
 	exhausted := len(all) > 0
@@ -305,9 +417,17 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 	for i, r := range all {
 		fmt.Fprintf(stdout, "== %s mode=%s\n%s", name, r.Mode, r)
 		schedules += r.Schedules
-		terminal += len(r.Terminal)
+		label := searchLabel(all, i)
+		terminal[label] = len(r.Terminal)
+		searches = append(searches, searchOf(label, r))
+		for name, n := range r.Probes {
+			probes[name] += n
+		}
 		violations += max(r.Failing, len(r.Violations))
 		exhausted = exhausted && r.Exhausted
+		for _, n := range r.Unknown {
+			unknown += n
+		}
 		jc := junitCase{Name: fmt.Sprintf("%s %s #%d", name, r.Mode, i+1), Classname: "relaysim.explore"}
 		for k, v := range r.Violations {
 			file := filepath.Join(outDir, fmt.Sprintf("explore-%s-%s-%d.schedule", sanitize(name), r.Mode, k+1))
@@ -316,7 +436,7 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 			} else {
 				err := os.MkdirAll(outDir, 0o755)
 				if err == nil {
-					err = os.WriteFile(file, []byte(dst.FormatSchedule(v.Schedule)), 0o644)
+					err = os.WriteFile(file, []byte(dst.FormatScheduleOn(v.Schedule, sim.SourceBuild())), 0o644)
 				}
 				if err != nil {
 					fmt.Fprintf(stderr, "relaysim explore: %v\n", err)
@@ -363,7 +483,8 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 	}
 	s := exploreJSON{
 		runSummary: runSummary{Summary: classOf(code), Exit: code, Command: "explore", Mode: modes, Violations: props, Replay: firstReplay, Evidence: evidence},
-		Schedules:  schedules, Terminal: terminal, Exhausted: exhausted, FirstViolation: firstAt, Failing: violations,
+		Schedules:  schedules, Terminal: terminal, Searches: searches, Probes: probes, Exhausted: exhausted, FirstViolation: firstAt, Failing: violations,
+		FootprintsUnknown: unknown,
 	}
 	writeExploreSummary(stdout, s)
 	fmt.Fprintln(stdout, exploreLastLine(s))
@@ -448,7 +569,7 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 		}()
 	}
 	wg.Wait()
-	merged := exploreJSON{runSummary: runSummary{Command: "explore", Violations: []string{}}}
+	merged := exploreJSON{runSummary: runSummary{Command: "explore", Violations: []string{}}, Terminal: map[string]int{}, Searches: []searchJSON{}, Probes: map[string]int{}}
 	exhausted := true
 	for k := range n {
 		var ws exploreJSON
@@ -495,8 +616,15 @@ func exploreParallel(args []string, n int, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, strings.Join(kept, "\n"))
 		fmt.Fprintf(stdout, "(worker %d/%d: %s)\n", k+1, n, exploreLastLine(ws))
 		merged.Schedules += ws.Schedules
-		merged.Terminal += ws.Terminal
+		for k, v := range ws.Terminal {
+			merged.Terminal[k] = v
+		}
+		merged.Searches = append(merged.Searches, ws.Searches...)
+		for name, n := range ws.Probes {
+			merged.Probes[name] += n
+		}
 		merged.Failing += ws.Failing
+		merged.FootprintsUnknown += ws.FootprintsUnknown
 		exhausted = exhausted && ws.Exhausted
 	}
 	code := exitOK

@@ -39,18 +39,18 @@ func shardOK(js, last string, exit int) string {
 // without their summary lines, each shard's last line rebuilt from its
 // result.
 func TestExploreParallelSumsTypedResults(t *testing.T) {
-	ok := shardOK(`{"summary":"ok","exit":0,"command":"explore","seed":"","mode":"bulk","violations":[],"trace_hash":"","schedules":3,"terminal":1,"exhausted":true,"first_violation":0}`,
-		"explore: 3 schedules, 1 terminal states, exhausted=yes, violations=0", 0)
-	bad := shardOK(`{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"stream","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore -x","evidence":["violated: no-loss: lost"],"schedules":5,"terminal":2,"exhausted":false,"first_violation":4,"failing":1}`,
+	ok := shardOK(`{"summary":"ok","exit":0,"command":"explore","seed":"","mode":"bulk","violations":[],"trace_hash":"","schedules":3,"terminal":{"bulk":1},"searches":[{"search":"bulk","schedules":3,"terminal":1,"probes":{"a":2}}],"probes":{"a":2},"exhausted":true,"first_violation":0}`,
+		"explore: 3 schedules, terminal states bulk=1, exhausted=yes, violations=0", 0)
+	bad := shardOK(`{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"stream","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore -x","evidence":["violated: no-loss: lost"],"schedules":5,"terminal":{"stream":2},"searches":[{"search":"stream","schedules":5,"terminal":2,"probes":{"a":1,"b":5}}],"probes":{"a":1,"b":5},"exhausted":false,"first_violation":4,"failing":1}`,
 		"this last line is not read", 1)
 	fakeSelf(t, shardScript(ok, bad))
 	var out, errb bytes.Buffer
 	code := exploreParallel([]string{"-mode", "all", "-j", "2"}, 2, &out, &errb)
 	assert.Equal(t, exitFail, code, errb.String())
-	want := "== story:x mode=bulk\n(worker 1/2: explore: 3 schedules, 1 terminal states, exhausted=yes, violations=0)\n" +
-		"== story:x mode=bulk\n(worker 2/2: explore: 5 schedules, 2 terminal states, exhausted=no, violations=1)\n" +
-		`{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"stream","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore -x","evidence":["violated: no-loss: lost"],"schedules":8,"terminal":3,"exhausted":false,"first_violation":4,"failing":1}` + "\n" +
-		"explore: 8 schedules, 3 terminal states, exhausted=no, violations=1\n"
+	want := "== story:x mode=bulk\n(worker 1/2: explore: 3 schedules, terminal states bulk=1, exhausted=yes, violations=0)\n" +
+		"== story:x mode=bulk\n(worker 2/2: explore: 5 schedules, terminal states stream=2, exhausted=no, violations=1)\n" +
+		`{"summary":"violation","exit":1,"command":"explore","seed":"","mode":"stream","violations":["no-loss"],"trace_hash":"","replay":"relaysim explore -x","evidence":["violated: no-loss: lost"],"schedules":8,"terminal":{"bulk":1,"stream":2},"searches":[{"search":"bulk","bound":"","budgets":null,"horizon":"","schedules":3,"terminal":1,"max_depth":0,"exhausted":false,"cut":{"bound":0,"budgets":null,"depth":0,"horizon":0},"probes":{"a":2}},{"search":"stream","bound":"","budgets":null,"horizon":"","schedules":5,"terminal":2,"max_depth":0,"exhausted":false,"cut":{"bound":0,"budgets":null,"depth":0,"horizon":0},"probes":{"a":1,"b":5}}],"probes":{"a":3,"b":5},"exhausted":false,"first_violation":4,"failing":1}` + "\n" +
+		"explore: 8 schedules, terminal states bulk=1 stream=2, exhausted=no, violations=1\n"
 	assert.Equal(t, want, out.String())
 }
 
@@ -58,12 +58,12 @@ func TestExploreParallelSumsTypedResults(t *testing.T) {
 // perfect last line but wrote nothing), wrote garbage, or whose result
 // disagrees with its exit code is a harness error, never a verdict.
 func TestExploreParallelShardWithoutResult(t *testing.T) {
-	ok := shardOK(`{"summary":"ok","exit":0,"command":"explore","violations":[],"schedules":3,"terminal":1,"exhausted":true}`,
-		"explore: 3 schedules, 1 terminal states, exhausted=yes, violations=0", 0)
+	ok := shardOK(`{"summary":"ok","exit":0,"command":"explore","violations":[],"schedules":3,"terminal":{"bulk":1},"searches":[{"search":"bulk","schedules":3,"terminal":1}],"exhausted":true}`,
+		"explore: 3 schedules, terminal states bulk=1, exhausted=yes, violations=0", 0)
 	for _, tc := range []struct{ name, second, says string }{
 		{"crash", "echo 'panic: boom'; exit 2", "without a result"},
-		{"text only", "echo '{\"summary\":\"ok\",\"exit\":0}'; echo 'explore: 3 schedules, 1 terminal states, exhausted=yes, violations=0'", "without a result"},
-		{"garbage", "echo 'violations=0' > \"$RELAYSIM_RESULT\"; echo 'explore: 3 schedules, 1 terminal states, exhausted=yes, violations=0'", "does not parse"},
+		{"text only", "echo '{\"summary\":\"ok\",\"exit\":0}'; echo 'explore: 3 schedules, terminal states bulk=1, exhausted=yes, violations=0'", "without a result"},
+		{"garbage", "echo 'violations=0' > \"$RELAYSIM_RESULT\"; echo 'explore: 3 schedules, terminal states bulk=1, exhausted=yes, violations=0'", "does not parse"},
 		{"disagrees", "echo '{\"summary\":\"ok\",\"exit\":0,\"command\":\"explore\"}' > \"$RELAYSIM_RESULT\"; exit 1", "the process exited 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

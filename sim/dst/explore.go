@@ -64,9 +64,12 @@ type Explorer struct {
 	depth   int
 	events  []event
 	blocked int // level at which the run was sleep-blocked (-1: none)
-	// opEvent maps an op key to its latest event of this run (a delayed
-	// op's release follows its delay).
-	opEvent map[string]int
+	// opEvent maps an op instance (Op.arrival) to its latest event of this
+	// run (a delayed op's release follows its delay). By instance, not by
+	// key: a key names one op only while it is parked, and a later op of
+	// the same key (a retry, a resent item) is another instance, not
+	// ordered after the first by the key alone.
+	opEvent map[uint64]int
 	ticked  bool // a barrier was offered since the last release
 	// passed: virtual time ran on since the last level (every sleeping
 	// op wakes: a barrier is dependent with everything).
@@ -78,6 +81,8 @@ type Explorer struct {
 	// BoundHit and BudgetHit count choices left out by the bound or the
 	// fault budgets (so "exhausted" is read with them).
 	BoundHit, BudgetHit, DepthHit int
+	// BudgetHitBy is BudgetHit per fault class.
+	BudgetHitBy map[string]int
 	// Divergence is set when a replayed choice was not ready: the run did
 	// not repeat itself (a determinism bug).
 	Divergence error
@@ -100,6 +105,7 @@ type level struct {
 // choiceInfo is an op parked at a level (or a fault variant of it).
 type choiceInfo struct {
 	key    string // op key
+	inst   uint64 // op instance (Op.arrival): unique in a run
 	touch  []Access
 	node   string
 	parent int
@@ -113,10 +119,11 @@ type choiceInfo struct {
 type event struct {
 	choice  string
 	key     string // op key ("" for a barrier)
+	inst    uint64 // op instance (0 for a barrier)
 	touch   []Access
 	all     bool // a barrier: dependent with everything
 	parent  int
-	prev    int // the same op's earlier event (a delay), or -1
+	prev    int // the same op instance's earlier event (a delay), or -1
 	level   int // -1: no choice was made (a barrier with nothing to fire)
 	preempt bool
 	lazy    bool // a lazy op fired
@@ -141,7 +148,7 @@ func NewExplorer(reduce bool, bound int, budget map[string]int) *Explorer {
 }
 
 func infoOf(op *Op) choiceInfo {
-	return choiceInfo{key: op.Key, touch: op.Touch, node: op.Node, parent: op.parent, lazy: op.Lazy, class: op.Class,
+	return choiceInfo{key: op.Key, inst: op.arrival, touch: op.Touch, node: op.Node, parent: op.parent, lazy: op.Lazy, class: op.Class,
 		faults: op.Faults, delay: op.FaultDelay > 0 && !op.delayed}
 }
 

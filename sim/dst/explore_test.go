@@ -31,6 +31,9 @@ type toyStep struct {
 	// to be closed before the step is gated (a step of no footprint of
 	// its own but its thread's).
 	signal, wait int
+	// key, when set, gates the step as op "shared|step|<key>" whatever its
+	// thread: two steps of one key are two instances of one op key.
+	key string
 }
 
 func wr(obj string) toyStep    { return toyStep{obj: obj, write: true} }
@@ -136,6 +139,9 @@ func runToy(t *testing.T, p toyProgram, e *Explorer, faults bool) string {
 						<-chans[st.wait]
 					}
 					g := GateSpec{Owner: owner, Node: name, Kind: "step", ID: fmt.Sprint(si), Touch: []Access{R("thr:" + name)}}
+					if st.key != "" {
+						g.Node, g.ID = "shared", st.key
+					}
 					if st.obj != "" {
 						g.Touch = append(g.Touch, Access{Obj: st.obj, Write: st.write})
 					}
@@ -282,6 +288,24 @@ func TestExploreBoundSiblings(t *testing.T) {
 	}
 	naive, _ := searchToy(t, p, false, 1, nil)
 	assert.Len(t, naive, 4, "bound 1 reaches every outcome")
+}
+
+// Happens-before by op instance: t0's wx and t1's later rx are two
+// instances of one op key (the key is free again once wx ran, as a
+// client's retried request or a resent item may reuse theirs). Linked by
+// key, the rx looked like the wx's own later event (a delay's release),
+// ordered after it: their race was never reversed and the reduced search
+// found one outcome of two.
+func TestExploreHappensBeforeByInstance(t *testing.T) {
+	k := func(st toyStep) toyStep { st.key = "k"; return st }
+	p := toyProgram{{k(wr("x"))}, {rd("y"), k(rd("x"))}}
+	for _, bound := range []int{-1, 0, 1} {
+		naive, _ := searchToy(t, p, false, bound, nil)
+		reduced, nr := searchToy(t, p, true, bound, nil)
+		assert.Equal(t, keys(naive), keys(reduced), "bound %d (reduced: %d schedules)", bound, nr)
+	}
+	naive, _ := searchToy(t, p, false, -1, nil)
+	assert.Len(t, naive, 2)
 }
 
 // A thread a block spawned: the conservative point of a race is where the
@@ -442,4 +466,20 @@ func TestExploreReplayByKey(t *testing.T) {
 	bad.Replay = []string{"t9|step|0"}
 	runToy(t, p, bad, false)
 	assert.ErrorContains(t, bad.Divergence, `"t9|step|0" is not parked`)
+}
+
+// A schedule file names the build it was found on; a file from before
+// that carries none and still parses to the same choices.
+func TestScheduleCarriesItsBuild(t *testing.T) {
+	sched := []string{"n1|redis|a", "n2|rpc|b!drop", tick}
+	text := FormatScheduleOn(sched, "src:0123456789ab vcs:abc+dirty")
+	assert.Equal(t, "src:0123456789ab vcs:abc+dirty", ScheduleBuild(text))
+	back, err := ParseSchedule(text)
+	require.NoError(t, err)
+	assert.Equal(t, sched, back)
+	old := FormatSchedule(sched)
+	assert.Equal(t, "", ScheduleBuild(old))
+	back, err = ParseSchedule(old)
+	require.NoError(t, err)
+	assert.Equal(t, sched, back)
 }

@@ -62,6 +62,10 @@ func (e *Explorer) add(d int, c string) bool {
 	if cls := l.classOf(c); cls != "" && l.faults[cls] >= e.Budget[cls] {
 		if e.Budget[cls] > 0 {
 			e.BudgetHit++ // a class with no budget is off, not cut
+			if e.BudgetHitBy == nil {
+				e.BudgetHitBy = map[string]int{}
+			}
+			e.BudgetHitBy[cls]++
 		}
 		return false
 	}
@@ -125,10 +129,10 @@ func (e *Explorer) analyse() {
 	// crash held it, or the horizon came first): no race with it is ever
 	// seen, so the event that may have disabled it is reversed with it
 	// here, when they are dependent (persistence does not hold).
-	ran := map[string]int{} // op key -> its last level
+	ran := map[uint64]int{} // op instance -> its last level
 	for _, ev := range evs {
-		if ev.key != "" && ev.level >= 0 {
-			ran[ev.key] = ev.level
+		if ev.inst != 0 && ev.level >= 0 {
+			ran[ev.inst] = ev.level
 		}
 	}
 	for _, ev := range evs {
@@ -140,7 +144,7 @@ func (e *Explorer) analyse() {
 			if ci.lazy || ci.key == ev.key {
 				continue
 			}
-			if last, ok := ran[ci.key]; ok && last > ev.level {
+			if last, ok := ran[ci.inst]; ok && last > ev.level {
 				continue
 			}
 			if Dependent(ci.touch, ev.touch) {
@@ -148,7 +152,7 @@ func (e *Explorer) analyse() {
 			}
 		}
 	}
-	// Happens-before: parent, the same op's earlier event, the last
+	// Happens-before: parent, the same op instance's earlier event, the last
 	// barrier, and every earlier dependent event. reach[j] holds the
 	// events before j in happens-before.
 	words := (n + 63) / 64

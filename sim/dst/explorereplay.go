@@ -31,7 +31,35 @@ func FormatSchedule(s []string) string {
 	return b.String()
 }
 
-// ParseSchedule reads FormatSchedule's text.
+// scheduleBuild starts the line naming the build a schedule was found on.
+const scheduleBuild = "# build: "
+
+// FormatScheduleOn is FormatSchedule with the build the schedule was
+// found on (sim.SourceBuild) on the line after the header: a replay on a
+// build that diverges from it says the schedule no longer applies rather
+// than calling it a determinism bug.
+func FormatScheduleOn(s []string, build string) string {
+	text := FormatSchedule(s)
+	i := strings.IndexByte(text, '\n') + 1
+	return text[:i] + scheduleBuild + build + "\n" + text[i:]
+}
+
+// ScheduleBuild is the build a schedule's text names ("" for a file
+// written before schedules carried it).
+func ScheduleBuild(text string) string {
+	for _, ln := range strings.Split(text, "\n") {
+		if strings.HasPrefix(ln, scheduleBuild) {
+			return strings.TrimSpace(strings.TrimPrefix(ln, scheduleBuild))
+		}
+		if ln != "" && !strings.HasPrefix(ln, "#") {
+			break
+		}
+	}
+	return ""
+}
+
+// ParseSchedule reads FormatSchedule's text (comment lines, the build
+// line among them, are skipped).
 func ParseSchedule(text string) ([]string, error) {
 	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
 	if len(lines) == 0 || !strings.HasPrefix(lines[0], "# relaysim schedule v1") {

@@ -15,7 +15,7 @@ import (
 func (e *Explorer) Arm(s *Scheduler) {
 	e.armed = true
 	e.depth, e.events, e.blocked, e.ticked = 0, e.events[:0], -1, false
-	e.opEvent = map[string]int{}
+	e.opEvent = map[uint64]int{}
 	if e.Replay != nil && e.Schedules == 0 {
 		e.prefix = e.Replay
 	}
@@ -127,6 +127,7 @@ func (e *Explorer) choose(ready, lazy []*Op) (*Op, string) {
 	var l *level
 	if e.depth < len(e.tree) {
 		l = e.tree[e.depth]
+		l.refresh(ready, lazy)
 	} else {
 		l = e.newLevel(ready, lazy)
 		e.tree = append(e.tree, l)
@@ -151,7 +152,7 @@ func (e *Explorer) choose(ready, lazy []*Op) (*Op, string) {
 	l.done[c] = true
 	preempt := !op.Lazy && len(l.chain) > 0 && !l.chain[key]
 	l.preempted = preempt
-	e.record(event{choice: c, key: key, touch: l.touchOf(c), parent: op.parent, prev: e.prevOf(key), level: e.depth, preempt: preempt, lazy: op.Lazy})
+	e.record(event{choice: c, key: key, inst: op.arrival, touch: l.touchOf(c), parent: op.parent, prev: e.prevOf(op.arrival), level: e.depth, preempt: preempt, lazy: op.Lazy})
 	e.depth++
 	e.MaxDepth = max(e.MaxDepth, e.depth)
 	return op, fault
@@ -163,6 +164,7 @@ func (e *Explorer) barrierChoice(lazy []*Op) *Op {
 	var l *level
 	if e.depth < len(e.tree) {
 		l = e.tree[e.depth]
+		l.refresh(nil, lazy)
 	} else {
 		l = e.newLevel(nil, lazy)
 		e.tree = append(e.tree, l)
@@ -183,7 +185,7 @@ func (e *Explorer) barrierChoice(lazy []*Op) *Op {
 	l.preempted = false
 	ev := event{choice: c, all: c == tick, parent: -1, prev: -1, level: e.depth}
 	if op != nil {
-		ev.key, ev.touch, ev.parent, ev.lazy = op.Key, op.Touch, op.parent, true
+		ev.key, ev.inst, ev.touch, ev.parent, ev.lazy = op.Key, op.arrival, op.Touch, op.parent, true
 	}
 	e.record(ev)
 	e.depth++
@@ -195,14 +197,15 @@ func (e *Explorer) record(ev event) {
 	if ev.all {
 		e.passed = true
 	}
-	if ev.key != "" {
-		e.opEvent[ev.key] = len(e.events)
+	if ev.inst != 0 {
+		e.opEvent[ev.inst] = len(e.events)
 	}
 	e.events = append(e.events, ev)
 }
 
-func (e *Explorer) prevOf(key string) int {
-	if i, ok := e.opEvent[key]; ok {
+// prevOf is the latest event of op instance inst, or -1.
+func (e *Explorer) prevOf(inst uint64) int {
+	if i, ok := e.opEvent[inst]; ok {
 		return i
 	}
 	return -1
@@ -243,6 +246,19 @@ func (e *Explorer) defaultPick(l *level, ready []*Op) string {
 		}
 	}
 	return ready[0].Key
+}
+
+// refresh renumbers a level built by an earlier run with this run's op
+// instances (an instance number is only meaningful within its run): the
+// ops parked here are the same, by key, but their Op.arrival may differ.
+func (l *level) refresh(ready, lazy []*Op) {
+	for i, ci := range l.enabled {
+		if op := findOp(ready, lazy, ci.key); op != nil {
+			l.enabled[i].inst = op.arrival
+		} else {
+			l.enabled[i].inst = 0 // not parked this time (a divergence)
+		}
+	}
 }
 
 func findOp(ready, lazy []*Op, key string) *Op {
