@@ -59,3 +59,35 @@ func TestSweepRequireProbesUsage(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(stderr.String(), "\n"), stderr.String())
 	assert.Contains(t, stderr.String(), `unknown probe "nope"`)
 }
+
+// A sweep that fails only on required probes says so on its last line,
+// and a -cover sweep's tally, saved beside its counters, merges across
+// shards into the share the whole sweep prints.
+func TestSweepProbesLastLineAndMerge(t *testing.T) {
+	jobs := []*sweepJob{
+		{ok: true, summary: &runSummary{Probes: map[string]int{system.ProbeExecQueued: 1}}},
+		{ok: true, summary: &runSummary{Probes: map[string]int{system.ProbeStreamBroken: 2}}},
+	}
+	sp := &sweepSpec{jobs: jobs, nseeds: 2, perSeed: 1, modes: "stream"}
+	sp.o.requireProbes = []string{system.ProbeStreamGaveUp}
+	var out bytes.Buffer
+	assert.Equal(t, exitFail, sp.verdict(&out))
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	assert.Equal(t, "runs: 2 failed: 0 required-probes-unhit: 1", lines[len(lines)-1])
+
+	n := len(system.Probes())
+	whole := tallyProbes(jobs)
+	assert.Equal(t, fmt.Sprintf("probes 2/%d", n), whole.share())
+	a, b := t.TempDir(), t.TempDir()
+	require.NoError(t, tallyProbes(jobs[:1]).save(a))
+	require.NoError(t, tallyProbes(jobs[1:]).save(b))
+	merged, ok, err := mergeTallies([]string{a, b})
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, whole.share(), merged.share())
+	assert.Equal(t, 2, merged.runs)
+	// A command that saved no tally (a run, an explore): no share claimed.
+	_, ok, err = mergeTallies([]string{a, t.TempDir()})
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
