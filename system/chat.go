@@ -262,10 +262,20 @@ func (n *Node) syncLoop(ctx context.Context, s *session) {
 	t := time.NewTicker(n.cfg.CatchUpInterval)
 	defer t.Stop()
 	for tick := 1; ; tick++ {
+		// A live delivery that could not be made without waiting for the
+		// client wakes the catch-up at once (wakeCatchUp): it waits for
+		// the client here, on the session's own goroutine, never on an
+		// executor worker or in a relay handler. Either wake-up runs the
+		// same catch-up: which one comes first does not matter.
 		select {
 		case <-s.done:
 			return
 		case <-t.C:
+		case <-s.kick:
+			n.probe(ProbeSessionCatchUpWoken)
+		}
+		if s.isClosed() {
+			return
 		}
 		tctx := WithLabel(n.ctx, fmt.Sprintf("sync %s #%d tick%d", s.user, s.gen, tick))
 		if err := n.replay(tctx, s, true); err != nil && n.ctx.Err() != nil {

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -426,6 +427,32 @@ type recorder struct {
 	events []any
 	gates  []Point                  // every gate passed, in arrival order
 	held   map[string]chan struct{} // node|kind -> closed on release
+	// heldKeys holds the operations whose key starts with a prefix.
+	heldKeys map[heldKey]chan struct{}
+}
+
+type heldKey struct{ node, kind, prefix string }
+
+// holdKey parks node's operations of kind whose key starts with prefix
+// (one user's pump: "bob #") until release is called.
+func (r *recorder) holdKey(node, kind, prefix string) (release func()) {
+	ch := make(chan struct{})
+	k := heldKey{node, kind, prefix}
+	r.mu.Lock()
+	if r.heldKeys == nil {
+		r.heldKeys = map[heldKey]chan struct{}{}
+	}
+	r.heldKeys[k] = ch
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			delete(r.heldKeys, k)
+			r.mu.Unlock()
+			close(ch)
+		})
+	}
 }
 
 var _ Hooks = (*recorder)(nil)
@@ -434,6 +461,11 @@ func (r *recorder) Gate(ctx context.Context, p Point) {
 	r.mu.Lock()
 	r.gates = append(r.gates, p)
 	ch := r.held[p.Node+"|"+p.Kind]
+	for k, c := range r.heldKeys {
+		if ch == nil && k.node == p.Node && k.kind == p.Kind && strings.HasPrefix(p.Key, k.prefix) {
+			ch = c
+		}
+	}
 	r.mu.Unlock()
 	if ch != nil {
 		<-ch

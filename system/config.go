@@ -142,6 +142,16 @@ type Config struct {
 	// CatchUpInterval is how often a session re-reads its rooms' logs to
 	// make good any live push that never arrived.
 	CatchUpInterval time.Duration
+	// SlowClientAfter bounds every wait on one client: a replay or
+	// catch-up push waits at most this long for room in the client's
+	// outbox before the session ends as too slow (ResourceExhausted: the
+	// client reconnects and resumes from its cursor), and a live delivery
+	// (an executor task, a relay call or a stream item) waits at most
+	// this long for the session lock. A live delivery never waits for
+	// outbox room: when the outbox is full, or the lock is held by a push
+	// waiting for the client, it leaves the message to the session's
+	// catch-up, which it wakes at once.
+	SlowClientAfter time.Duration
 	// Logf logs what the node must report but cannot return to a caller
 	// (a task that panicked). Nil means log.Printf.
 	Logf func(format string, args ...any)
@@ -246,6 +256,7 @@ func DefaultConfig() Config {
 		StreamKeepAliveTimeout: 5 * time.Second,
 		RedisPoolSize:          256,
 		CatchUpInterval:        5 * time.Second,
+		SlowClientAfter:        5 * time.Second,
 	}
 }
 
@@ -282,6 +293,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.StreamKeepAliveTimeout, d.StreamKeepAliveTimeout)
 	setDefault(&c.RedisPoolSize, d.RedisPoolSize)
 	setDefault(&c.CatchUpInterval, d.CatchUpInterval)
+	setDefault(&c.SlowClientAfter, d.SlowClientAfter)
 	if c.Logf == nil {
 		c.Logf = log.Printf
 	}

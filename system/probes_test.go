@@ -56,7 +56,8 @@ func (p *probeRecorder) expect(t testing.TB, names ...string) {
 var probesOfTest = map[string][]string{
 	"TestConnectReplacesAnOlderSession":              {ProbeChatSessionReplaced},
 	"TestIdempotencyAcrossARollingUpgrade":           {ProbeChatDuplicateSend},
-	"TestLiveGapFillWaitsForOutboxRoom":              {ProbeSessionGap, ProbeSessionGapWaitedFull},
+	"TestLiveGapFillWaitsForOutboxRoom":              {ProbeSessionGap, ProbeSessionGapWaitedFull, ProbeSessionLiveLeftFull, ProbeSessionCatchUpWoken},
+	"TestStalledClientCostsOthersNothing":            {ProbeSessionReplayWaitedFull, ProbeSessionLockHeldByWait, ProbeSessionSlowConsumer, ProbeSessionCatchUpWoken},
 	"TestOlderProtocolsAnswerUnimplemented":          {ProbeRelayRecvUnsupported},
 	"TestRelayGivesUpAtOnceAfterLastAttempt":         {ProbeRelayRetried, ProbeRelayGaveUp},
 	"TestReplayLongerThanTheOutbox":                  {ProbeSessionReplayWaitedFull},

@@ -2,8 +2,10 @@ package system
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -24,11 +26,17 @@ type session struct {
 	node *Node
 	user string
 	gen  uint64
-	// lockMu guards locked and freed only (never held across a block);
-	// freed is closed when the lock is let go.
-	lockMu sync.Mutex
-	locked bool
-	freed  chan struct{}
+	// lockMu guards locked, blocked and freed only (never held across a
+	// block); freed is closed when the lock is let go, and when its
+	// holder starts waiting for the client (blocked).
+	lockMu  sync.Mutex
+	locked  bool
+	blocked bool // the holder waits for outbox room: only the client can end that
+	freed   chan struct{}
+	// kick wakes the session's catch-up (syncLoop) at once: a live
+	// delivery that could not be pushed without waiting for the client
+	// left its message to it.
+	kick chan struct{}
 	// last is the last seq handed to the client per room (under lock).
 	last map[string]uint64
 	out  chan *relaypb.Delivery
@@ -42,6 +50,7 @@ func newSession(n *Node, user string, gen uint64, cursors []*relaypb.Cursor) *se
 	s := &session{
 		node: n, user: user, gen: gen,
 		freed: make(chan struct{}),
+		kick:  make(chan struct{}, 1),
 		last:  make(map[string]uint64, len(cursors)),
 		out:   make(chan *relaypb.Delivery, n.cfg.OutboxSize),
 		done:  make(chan struct{}),
@@ -58,8 +67,10 @@ func newSession(n *Node, user string, gen uint64, cursors []*relaypb.Cursor) *se
 // and a waiter woken by a release does nothing but park again: when the
 // holder lets go, which waiter gets the lock is the embedder's choice, and
 // the releaser never races a waiter that has already resumed its work. An
-// ended session or context wins over a free lock.
-func (s *session) acquire(ctx context.Context) error {
+// ended session or context wins over a free lock. live: a live delivery,
+// which never waits behind a holder that waits for the client (blocked):
+// it gets errLeftToCatchUp instead.
+func (s *session) acquire(ctx context.Context, live bool) error {
 	for try := 1; ; try++ {
 		s.node.hooks.Gate(ctx, Point{Node: s.node.cfg.NodeID, Kind: PointSessionLock, Key: fmt.Sprintf("%s #%d %s try%d", s.user, s.gen, Label(ctx), try)})
 		if err := s.ended(ctx); err != nil {
@@ -71,11 +82,17 @@ func (s *session) acquire(ctx context.Context) error {
 			s.lockMu.Unlock()
 			return nil
 		}
+		if live && s.blocked {
+			s.lockMu.Unlock()
+			s.node.probe(ProbeSessionLockHeldByWait)
+			return errLeftToCatchUp
+		}
 		freed := s.freed
 		s.lockMu.Unlock()
 		s.node.probe(ProbeSessionLockWaited)
-		// Whatever wakes the waiter (a release, the session ending, the
-		// context), it parks again before acting on it.
+		// Whatever wakes the waiter (a release, the holder starting to
+		// wait for the client, the session ending, the context), it parks
+		// again before acting on it.
 		select {
 		case <-freed:
 		case <-ctx.Done():
@@ -83,6 +100,38 @@ func (s *session) acquire(ctx context.Context) error {
 		}
 	}
 }
+
+// setBlocked records that the holder waits (or no longer waits) for the
+// client, and wakes the lock's waiters when it starts: a live delivery
+// must not wait behind it.
+func (s *session) setBlocked(b bool) {
+	s.lockMu.Lock()
+	s.blocked = b
+	if b {
+		close(s.freed)
+		s.freed = make(chan struct{})
+	}
+	s.lockMu.Unlock()
+}
+
+// errLeftToCatchUp: a live delivery could not be made without waiting for
+// the client (its outbox full, or the lock held by a push that waits for
+// room); the session's catch-up, woken at once, delivers it from the log.
+var errLeftToCatchUp = errors.New("left to the catch-up")
+
+// wakeCatchUp has the session's catch-up run now (syncLoop).
+func (s *session) wakeCatchUp() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// liveOnly marks a context whose pushes never wait for outbox room (a
+// live delivery's): a full outbox is errLeftToCatchUp.
+type liveOnlyKey struct{}
+
+func liveOnly(ctx context.Context) bool { return ctx.Value(liveOnlyKey{}) != nil }
 
 // ended reports a closed session or a done context.
 func (s *session) ended(ctx context.Context) error {
@@ -106,15 +155,33 @@ var errSessionClosed = status.Error(codes.Unavailable, "session closed")
 
 // deliver hands a live message to the client, after any gap before it.
 //
-// The next seq of a known room is pushed without waiting: a client that
-// cannot absorb OutboxSize live messages is a slow consumer and its session
-// ends (see pushLocked). A gap fill, and the message after it, wait for
-// outbox room like replay does: how many entries a gap holds says nothing
-// about the client's pace (a replay that just streamed a backlog may have
-// left the outbox nearly full), so a healthy client must not be ended for
-// it. The wait ends with ctx or the session.
+// A live delivery runs on an executor worker or in a relay handler, so it
+// never waits for the client: it takes the session lock within
+// SlowClientAfter, and not at all while the holder waits for outbox
+// room; and it pushes without waiting. When it cannot (the lock, a full
+// outbox) it leaves the message to the session's catch-up, woken at once,
+// which waits for the client at the client's pace, at most
+// SlowClientAfter per push (pushWaitLocked). The next seq of a known room
+// is pushed at once; a gap, or a room the session has not seen, is filled
+// from the log first.
 func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
-	if err := s.acquire(ctx); err != nil {
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, liveOnlyKey{}, true), s.node.cfg.SlowClientAfter)
+	defer cancel()
+	err := s.deliverLive(ctx, d)
+	switch {
+	case errors.Is(err, errLeftToCatchUp):
+		s.wakeCatchUp()
+		return nil
+	case errors.Is(err, context.DeadlineExceeded) && !s.isClosed():
+		s.node.probe(ProbeSessionLockTimedOut)
+		s.wakeCatchUp()
+		return nil
+	}
+	return err
+}
+
+func (s *session) deliverLive(ctx context.Context, d *relaypb.Delivery) error {
+	if err := s.acquire(ctx, true); err != nil {
 		return err
 	}
 	defer s.release()
@@ -173,7 +240,7 @@ func (s *session) catchUp(ctx context.Context, room string, periodic bool) error
 	if err != nil {
 		return err
 	}
-	if err := s.acquire(ctx); err != nil {
+	if err := s.acquire(ctx, false); err != nil {
 		return err
 	}
 	defer s.release()
@@ -236,8 +303,14 @@ func (s *session) pushLocked(d *relaypb.Delivery) error {
 	}
 }
 
-// pushWaitLocked queues d, waiting while the outbox is full, until the
-// session ends. A wait hits waitProbe (and how it ended, its own probe).
+// pushWaitLocked queues d, waiting while the outbox is full, at most
+// SlowClientAfter: a client that takes no delivery for that long is too
+// slow, and its session ends (ResourceExhausted; it reconnects and
+// resumes from its cursor). While it waits, the lock's live waiters leave
+// their messages to the catch-up instead of waiting behind it. Under a
+// live delivery's context (liveOnly) it never waits: a full outbox is
+// errLeftToCatchUp. A wait hits waitProbe (and how it ended, its own
+// probe).
 func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery, waitProbe string) error {
 	if err := s.ended(ctx); err != nil {
 		return err
@@ -247,20 +320,37 @@ func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery, waitP
 	waits := len(s.out) == cap(s.out)
 	if waits {
 		s.node.probe(waitProbe)
+		if liveOnly(ctx) {
+			s.node.probe(ProbeSessionLiveLeftFull)
+			return errLeftToCatchUp
+		}
+		s.setBlocked(true)
+		defer s.setBlocked(false)
+		slow := time.NewTimer(s.node.cfg.SlowClientAfter)
+		defer slow.Stop()
+		select {
+		case s.out <- d:
+			s.last[d.Room] = d.Seq
+			return nil
+		case <-s.done:
+			s.node.probe(ProbeSessionEndedWhileWaiting)
+			return s.err()
+		case <-ctx.Done():
+			s.node.probe(ProbeSessionWaitCancelled)
+			return ctx.Err()
+		case <-slow.C:
+			s.node.probe(ProbeSessionSlowConsumer)
+			s.close(status.Errorf(codes.ResourceExhausted, "client %s too slow: took no delivery for %v (%d pending)", s.user, s.node.cfg.SlowClientAfter, len(s.out)))
+			return s.err()
+		}
 	}
 	select {
 	case s.out <- d:
 		s.last[d.Room] = d.Seq
 		return nil
 	case <-s.done:
-		if waits {
-			s.node.probe(ProbeSessionEndedWhileWaiting)
-		}
 		return s.err()
 	case <-ctx.Done():
-		if waits {
-			s.node.probe(ProbeSessionWaitCancelled)
-		}
 		return ctx.Err()
 	}
 }
