@@ -57,6 +57,7 @@ var probesOfTest = map[string][]string{
 	"TestConnectReplacesAnOlderSession":              {ProbeChatSessionReplaced},
 	"TestIdempotencyAcrossARollingUpgrade":           {ProbeChatDuplicateSend},
 	"TestLiveGapFillWaitsForOutboxRoom":              {ProbeSessionGap, ProbeSessionGapWaitedFull, ProbeSessionLiveLeftFull, ProbeSessionCatchUpWoken},
+	"TestLivePushAfterReplayWaitsForReader":          {ProbeSessionLiveLeftFull, ProbeSessionCatchUpWoken},
 	"TestStalledClientCostsOthersNothing":            {ProbeSessionReplayWaitedFull, ProbeSessionLockHeldByWait, ProbeSessionSlowConsumer, ProbeSessionCatchUpWoken},
 	"TestOlderProtocolsAnswerUnimplemented":          {ProbeRelayRecvUnsupported},
 	"TestRelayGivesUpAtOnceAfterLastAttempt":         {ProbeRelayRetried, ProbeRelayGaveUp},

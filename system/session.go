@@ -289,17 +289,19 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait
 	return wins, pushed, nil
 }
 
-// pushLocked queues d for the client. A client whose outbox is full is a slow
-// consumer: its session ends and it catches up from its cursor on reconnect.
+// pushLocked queues d for the client without waiting. A full outbox
+// says nothing of the client's pace (a replay that just streamed a
+// backlog at that pace leaves it full): the message is left to the
+// session's catch-up, which waits for the client at most SlowClientAfter
+// (pushWaitLocked) and only then ends the session as too slow.
 func (s *session) pushLocked(d *relaypb.Delivery) error {
 	select {
 	case s.out <- d:
 		s.last[d.Room] = d.Seq
 		return nil
 	default:
-		s.node.probe(ProbeSessionSlowConsumer)
-		s.close(status.Errorf(codes.ResourceExhausted, "client %s too slow: %d deliveries pending", s.user, len(s.out)))
-		return s.err()
+		s.node.probe(ProbeSessionLiveLeftFull)
+		return errLeftToCatchUp
 	}
 }
 

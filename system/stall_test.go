@@ -1,6 +1,7 @@
 package system
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -9,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/relaysim/relaysim/system/relaypb"
 )
 
 // TestStalledClientCostsOthersNothing: bob's app hangs with his connection
@@ -69,5 +72,46 @@ func TestStalledClientCostsOthersNothing(t *testing.T) {
 		bob.connect("n1", nil)
 		c.settle()
 		assert.Equal(t, seqRange(1, 9), bob.seqs("r"), "bob resumed from his cursor")
+	})
+}
+
+// TestLivePushAfterReplayWaitsForReader: a replay that streams a backlog
+// at the client's pace leaves the outbox full; the next live message (the
+// next seq, no gap) must not end the session of a client that reads on:
+// it is left to the catch-up, which waits (at most SlowClientAfter) for
+// the client to make room.
+func TestLivePushAfterReplayWaitsForReader(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ModeBulk, 1, withConfig(func(cfg *Config) { cfg.OutboxSize = 3 }))
+		c.createRoom("r")
+		bob := c.connect("bob", "n1")
+		bob.join("r")
+		bob.disconnect()
+		for _, id := range []string{"m1", "m2", "m3", "m4"} {
+			c.appendOnly("r", "bob", id)
+		}
+		// The pump holds seq 1 while the replay puts 2..4 in the outbox:
+		// the replay ends with the outbox full.
+		release := c.rec.holdKey("n1", PointSessionSend, "bob #")
+		bob.connect("n1", nil)
+		c.settle()
+		seq := c.appendOnly("r", "bob", "m5")
+		relayed := make(chan error, 1)
+		go func() {
+			relayed <- c.relay("n1", testToken, func(ctx context.Context, cl relaypb.RelayClient) error {
+				_, err := cl.RelayMessage(ctx, &relaypb.RelayMessageRequest{
+					Message:   &relaypb.RelayedMessage{Room: "r", Seq: seq, MsgId: "m5", Sender: "bob", Payload: []byte("m5")},
+					Recipient: "bob",
+				})
+				return err
+			})
+		}()
+		c.settle()
+		require.NoError(t, <-relayed)
+		time.Sleep(100 * time.Millisecond) // the client reads on, a little later
+		release()
+		c.settle()
+		assert.NoError(t, bob.streamErr(), "a client reading at its pace is not too slow")
+		assert.Equal(t, seqRange(1, 5), bob.seqs("r"))
 	})
 }
