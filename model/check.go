@@ -21,6 +21,8 @@ func Check(h *History) []Violation {
 		CheckBacklog,
 		CheckRelayMode,
 		CheckStreamBackoff,
+		CheckIsolation,
+		CheckNoUnfairCut,
 	}
 	var out []Violation
 	for _, c := range checkers {

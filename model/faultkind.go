@@ -26,8 +26,15 @@ const (
 	FaultRouteFlush  FaultKind = "route-flush"  // every routing entry deleted
 	FaultVanish      FaultKind = "vanish"       // a client stops reading without closing its stream
 	FaultSlow        FaultKind = "slow"         // a client reads its deliveries slowly for a while
-	FaultForge       FaultKind = "forge"        // a client call with a forged user credential
-	FaultSteal       FaultKind = "steal"        // a client's own send with another user's message id and its own payload
+	// FaultStall: a client's app hangs with its connection up (it still
+	// answers keep-alives) and stops reading its deliveries, for a while
+	// or until the liveness phase; with a lag, it first goes offline for
+	// that long while a burst of large messages fills its rooms, and comes
+	// back stalled, so that its replay outgrows its outbox and the HTTP/2
+	// window.
+	FaultStall FaultKind = "stall"
+	FaultForge FaultKind = "forge" // a client call with a forged user credential
+	FaultSteal FaultKind = "steal" // a client's own send with another user's message id and its own payload
 	// FaultOverlap: a node restarted (or upgraded) with its new incarnation
 	// started before the old one finished stopping; it spans from the stop
 	// until the new one is up and the old one has stopped.
@@ -94,6 +101,7 @@ var faultKinds = []FaultKind{
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak, FaultStreamRefused,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,
+	FaultStall,
 }
 
 // ParseFaultKind reads a fault kind's name: the one place where text (a

@@ -315,6 +315,10 @@ type History struct {
 	// LiveBound is the time within which a connected member must receive a
 	// message whose path no fault touched (0: timely delivery unchecked).
 	LiveBound time.Duration
+	// SendBound is the time within which a send must return on its first
+	// try while another user's client misbehaves (isolation; 0:
+	// unchecked): the clients' call deadline.
+	SendBound time.Duration
 	// Recovery is how long after a timed fault of a kind its effects may
 	// still delay live deliveries (reconnect back-off, route refresh, the
 	// keep-alive of a vanished stream); kinds absent use Recovery[RecoveryDefault].

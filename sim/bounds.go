@@ -30,6 +30,7 @@ func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
 		h.KeepAliveBound = nc.StreamKeepAlive + nc.StreamKeepAliveTimeout + 5*time.Second
 		h.CloseBound = closeBound
 		h.LiveBound = LiveBound(cost, maxDelay)
+		h.SendBound = ClientTimeout
 		h.Recovery = Recovery(nc)
 		h.ModeRefresh = ModeRefresh(nc)
 		h.StaleLinkDelay = nc.StreamLinger
@@ -117,6 +118,10 @@ func Recovery(cfg system.Config) map[model.FaultKind]time.Duration {
 		model.FaultRouteFlush:    cfg.RouteTTL/3 + reconnect,
 		model.FaultVanish:        cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
 		model.FaultSlow:          cfg.CatchUpInterval + reconnect,
+		// A stalled client is cut SlowClientAfter after its outbox filled
+		// (the catch-up's wait), sees it once it reads again, and
+		// reconnects: its replay follows.
+		model.FaultStall: cfg.SlowClientAfter + cfg.CatchUpInterval + reconnect,
 	}
 }
 

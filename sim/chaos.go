@@ -108,6 +108,14 @@ func (c *Cluster) timedRecord(f Fault) *model.Fault {
 		mf.Redis = true
 	case plan.TouchUser:
 		mf.User = f.User
+		if f.Kind == model.FaultStall {
+			// Offline for its lag, then stalled for For (0: until the
+			// liveness phase ends it).
+			mf.To = now + f.Lag + f.For
+			if f.For == 0 {
+				mf.To = -1
+			}
+		}
 	}
 	return mf
 }

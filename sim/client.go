@@ -43,7 +43,12 @@ type Client struct {
 	unary     map[int]*grpc.ClientConn
 	cursors   map[string]uint64
 	slowUntil time.Duration
-	gen       int
+	// stalled: the receiver reads nothing until stallUntil (-1: until
+	// unstall); stallWake is closed when a stall ends early.
+	stalled    bool
+	stallUntil time.Duration
+	stallWake  chan struct{}
+	gen        int
 	// pending is the call in flight (outcome unknown until it returns).
 	pending *model.Event
 }
@@ -66,7 +71,7 @@ func (c *Cluster) Do(a Action) {
 func (c *Cluster) newClient(user string) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	cl := &Client{c: c, user: user, token: system.UserToken(c.userSecret, user), ctx: ctx, stop: cancel, wake: make(chan struct{}, 1), done: make(chan struct{}),
-		unary: map[int]*grpc.ClientConn{}, cursors: map[string]uint64{}}
+		unary: map[int]*grpc.ClientConn{}, cursors: map[string]uint64{}, stallWake: make(chan struct{})}
 	c.users[user] = cl
 	go cl.run()
 	return cl
@@ -231,6 +236,8 @@ func (cl *Client) do(a Action, n int, inv invocation) {
 		cl.disconnect(inv)
 	case ActVanish:
 		cl.vanish()
+	case ActStall:
+		cl.setStall(a.For)
 	case ActSlow:
 		cl.mu.Lock()
 		cl.slowUntil = cl.c.Now() + a.For

@@ -25,6 +25,7 @@ type clientStream struct {
 	gen      int
 	node     int
 	cc       *grpc.ClientConn
+	ctx      context.Context
 	cancel   context.CancelFunc
 	recvDone chan struct{}
 	closing  bool
@@ -74,7 +75,7 @@ func (cl *Client) connect(node int, inv invocation) {
 			Invoked: inv.at, InvokedLine: inv.line, TraceLine: line})
 		return
 	}
-	cs := &clientStream{gen: gen, node: node, cc: cc, cancel: cancel, recvDone: make(chan struct{}), tag: tag}
+	cs := &clientStream{gen: gen, node: node, cc: cc, ctx: ctx, cancel: cancel, recvDone: make(chan struct{}), tag: tag}
 	cl.mu.Lock()
 	cl.stream = cs
 	cl.mu.Unlock()
@@ -90,6 +91,7 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 	defer close(cs.recvDone)
 	c := cl.c
 	for {
+		cl.waitStall(cs)
 		d, err := stream.Recv()
 		if err != nil {
 			c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d end", cs.gen), Touch: c.tClient(cl.user)})

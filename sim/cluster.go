@@ -130,6 +130,8 @@ type Cluster struct {
 	giveUpBudget time.Duration
 	// blipSends numbers the sends blips made (chaos.go).
 	blipSends int
+	// stallBursts numbers the stalls that sent a burst (stall.go).
+	stallBursts int
 	// footprintUnknown counts the explored ops taken to touch everything
 	// (exploring.go), by reason.
 	footprintMu      sync.Mutex

@@ -105,6 +105,7 @@ func (c *Cluster) Liveness() error {
 	c.Net.Heal()
 	c.rec.endFault(model.FaultPartition, "", c.Now())
 	c.Sched.UnpauseAll()
+	c.endStalls()
 	c.Trace.Event(c.Now(), "chaos", "liveness: faults off, heal, restart, reconnect")
 	for i, sn := range c.nodes {
 		if !sn.up {

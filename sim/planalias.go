@@ -27,6 +27,7 @@ const (
 	ActVanish           = plan.ActVanish
 	ActSend             = plan.ActSend
 	ActSlow             = plan.ActSlow
+	ActStall            = plan.ActStall
 	ActForgeSend        = plan.ActForgeSend
 	ActForgeJoin        = plan.ActForgeJoin
 	ActForgeLeave       = plan.ActForgeLeave

@@ -91,6 +91,18 @@ func (r *recorder) fault(f model.Fault) {
 // endFault closes, at now, every open fault of kind that touches node (a
 // crash at the node's restart, a partition at its heal): node "" closes
 // them all.
+// endUserFault ends every record of a client's fault of kind that is
+// open or would end later (the liveness phase ends them all now).
+func (r *recorder) endUserFault(kind model.FaultKind, now time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := range r.hist.Faults {
+		if f := &r.hist.Faults[i]; f.Kind == kind && (f.To < 0 || f.To > now) {
+			f.To = now
+		}
+	}
+}
+
 func (r *recorder) endFault(kind model.FaultKind, node string, now time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -25,10 +25,13 @@ type sweepJob struct {
 	// wide runs the job with -alphabet=wide: the sweep's draw for the
 	// seed (sim.SweepAlphabet) when the sweep was given no -alphabet.
 	wide bool
-	hash string
-	ok   bool
-	code int // the run's exit code (exitHarness for a hang or a crash)
-	out  string
+	// stall runs the job with -max-stalls (sim.SweepStall) when the
+	// sweep was given no -max-stalls.
+	stall bool
+	hash  string
+	ok    bool
+	code  int // the run's exit code (exitHarness for a hang or a crash)
+	out   string
 	// summary is the run's typed result (nil when it has none: a crash,
 	// a hang); the sweep reads it, never out, which it keeps for people.
 	summary *runSummary
@@ -140,8 +143,9 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 	sp.nseeds = len(shardSeeds(lo, hi, o.shard))
 	for _, s := range shardSeeds(lo, hi, o.shard) {
 		wide := !set(f.fs, "alphabet") && sim.SweepAlphabet(s) == sim.AlphabetWide
+		stall := !set(f.fs, "max-stalls") && sim.SweepStall(s)
 		for _, m := range modes {
-			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, wide: wide})
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, wide: wide, stall: stall})
 		}
 		if *equiv {
 			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode, wide: wide})
@@ -394,6 +398,9 @@ func (j *sweepJob) args() []string {
 	}
 	if j.wide {
 		args = append(args, "-alphabet=wide")
+	}
+	if j.stall {
+		args = append(args, fmt.Sprintf("-max-stalls=%d", sim.StallBound))
 	}
 	return args
 }

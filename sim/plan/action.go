@@ -23,6 +23,7 @@ const (
 	ActVanish     ActionKind = "vanish"     // stop reading without closing the stream
 	ActSend       ActionKind = "send"       // send MsgID to Room
 	ActSlow       ActionKind = "slow"       // read deliveries slowly for For
+	ActStall      ActionKind = "stall"      // stop reading deliveries (connection up) for For; 0: until the liveness phase
 	// Forged calls (sim/forge.go), naming As with a forged credential of shape
 	// Token: send MsgID to Room, join or leave Room, create Room, open a
 	// delivery stream; relay MsgID of Room to As on Node as a node would,
@@ -94,7 +95,7 @@ func (a Action) String() string {
 		if a.Size > 0 {
 			s += fmt.Sprintf(" size=%d", a.Size)
 		}
-	case ActSlow:
+	case ActSlow, ActStall:
 		s += " " + a.For.String()
 	case ActForgeSend, ActForgeJoin, ActForgeLeave, ActForgeCreate, ActForgeConnect, ActForgeRelay, ActForgeRelayBulk, ActForgeRelayStream:
 		if a.Room != "" {

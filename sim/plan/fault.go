@@ -43,6 +43,10 @@ type FaultBounds struct {
 	// Blips are short cuts of one link between two nodes, shorter than a
 	// stream writer's give-up budget (blipMax).
 	Blips int
+	// Stalls are clients that stop reading with their connection up
+	// (fault_stall.go): 0 by default, so that no default seed moves; the
+	// sweep's stall world (sim.SweepStall) turns them on.
+	Stalls int
 }
 
 // DefaultBounds is the runner's default.
@@ -65,6 +69,7 @@ type FaultMix struct {
 	// RecvBreak is the per-item probability of a recv-break.
 	RecvBreak float64
 	Blips     int
+	Stalls    int
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a

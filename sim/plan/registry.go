@@ -93,6 +93,11 @@ type Panel interface {
 	// it at once, Forge makes a forged call by user by.
 	Do(a Action)
 	DoNow(a Action)
+	// Stall has user's client stop reading for dur (0: until the
+	// liveness phase), after going offline for lag with a burst of large
+	// messages sent to one of its rooms meanwhile (lag 0: at once, on its
+	// open stream).
+	Stall(user string, lag, dur time.Duration)
 	Forge(f Forgery, by string)
 }
 
@@ -100,7 +105,7 @@ type Panel interface {
 // drawn (PlanFaults): a new kind goes last.
 var Registry = []Kind{
 	crash{}, partition{}, pause{}, redisOutage{}, redisSpike{}, routeFlush{}, vanish{}, slow{}, blip{},
-	restart{}, upgrade{}, heal{}, forge{}, steal{},
+	restart{}, upgrade{}, heal{}, forge{}, steal{}, stall{},
 }
 
 // Lookup returns the registered kind named k.

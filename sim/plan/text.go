@@ -99,7 +99,7 @@ func ParseAction(line string) (Action, error) {
 var actionPositions = map[ActionKind][]string{
 	ActCreate: {"room"}, ActJoin: {"room"}, ActLeave: {"room"},
 	ActConnect: {"node"}, ActDisconnect: nil, ActVanish: nil,
-	ActSend: {"room", "msg"}, ActSteal: {"room", "msg"}, ActSlow: {"for"},
+	ActSend: {"room", "msg"}, ActSteal: {"room", "msg"}, ActSlow: {"for"}, ActStall: {"for"},
 	ActForgeSend: nil, ActForgeJoin: nil, ActForgeLeave: nil, ActForgeCreate: nil,
 	ActForgeConnect: nil, ActForgeRelay: nil, ActForgeRelayBulk: nil, ActForgeRelayStream: nil,
 	ActBadCreate: {"room"}, ActBadJoin: {"room"}, ActBadJoinAs: {"room"},
@@ -108,7 +108,7 @@ var actionPositions = map[ActionKind][]string{
 
 // ActionKinds are every action kind, in the order an error lists them.
 func ActionKinds() []ActionKind {
-	return []ActionKind{ActCreate, ActJoin, ActLeave, ActConnect, ActDisconnect, ActVanish, ActSend, ActSlow,
+	return []ActionKind{ActCreate, ActJoin, ActLeave, ActConnect, ActDisconnect, ActVanish, ActSend, ActSlow, ActStall,
 		ActForgeSend, ActForgeJoin, ActForgeLeave, ActForgeCreate, ActForgeConnect, ActForgeRelay, ActForgeRelayBulk, ActForgeRelayStream,
 		ActSteal, ActBadCreate, ActBadJoin, ActBadJoinAs, ActBadSend, ActBadSendID, ActBadConnect}
 }

@@ -1,0 +1,136 @@
+// A stalled client (the stall fault kind, sim/plan/fault_stall.go): its
+// app hangs with its connection up, so it answers keep-alives but reads
+// nothing, and the node's writes fill the HTTP/2 window and then the
+// client's outbox.
+
+package sim
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/relaysim/relaysim/model"
+)
+
+// Stall burst: what a stall with a lag sends to one of the stalled user's
+// rooms while it is offline, so that its replay outgrows its outbox (64
+// in the default world) and the HTTP/2 window (64 KiB each way): 120
+// messages of 3,500 bytes (within the default MaxPayload) are 420 KB.
+const (
+	stallBurst     = 120
+	stallBurstSize = 3500
+)
+
+// Stall has user's client stop reading for dur (0: until the liveness
+// phase); with lag > 0 it first goes offline for lag while it sends a
+// burst of large messages to one of its rooms, and comes back stalled.
+func (p panel) Stall(user string, lag, dur time.Duration) { p.c.stall(user, lag, dur) }
+
+func (c *Cluster) stall(user string, lag, dur time.Duration) {
+	now := c.Now()
+	until := time.Duration(-1)
+	if dur > 0 {
+		until = now + lag + dur
+	}
+	c.doNow(Action{At: now, User: user, Kind: ActStall, For: until})
+	if lag <= 0 {
+		return
+	}
+	var rooms []string
+	for room, us := range c.rec.members() {
+		for _, u := range us {
+			if u == user {
+				rooms = append(rooms, room)
+			}
+		}
+	}
+	sort.Strings(rooms)
+	c.doNow(Action{At: now, User: user, Kind: ActDisconnect})
+	if len(rooms) > 0 {
+		c.stallBursts++
+		room := rooms[c.stallBursts%len(rooms)]
+		for i := range stallBurst {
+			c.doNow(Action{At: now, User: user, Kind: ActSend, Room: room, Size: stallBurstSize, Node: i % len(c.nodes),
+				MsgID: fmt.Sprintf("%s-st%d-%d", user, c.stallBursts, i)})
+		}
+	}
+	c.doNow(Action{At: now + lag, User: user, Kind: ActConnect, Node: c.stallBursts % len(c.nodes)})
+}
+
+// setStall is the client's side of ActStall: it reads nothing until
+// until (-1: until unstall, at the liveness phase).
+func (cl *Client) setStall(until time.Duration) {
+	cl.mu.Lock()
+	cl.stallUntil = until
+	cl.stalled = true
+	cl.mu.Unlock()
+	c := cl.c
+	c.Trace.Event(c.Now(), cl.user, "stall until %s", stallEnd(until))
+}
+
+func stallEnd(until time.Duration) string {
+	if until < 0 {
+		return "the heal"
+	}
+	return until.String()
+}
+
+// unstall ends the client's stall (the liveness phase).
+func (cl *Client) unstall() {
+	cl.mu.Lock()
+	was := cl.stalled
+	cl.stalled = false
+	if was {
+		close(cl.stallWake)
+		cl.stallWake = make(chan struct{})
+	}
+	cl.mu.Unlock()
+}
+
+// waitStall holds the receiver of cs while the client is stalled, until
+// the stall ends or the stream is closed.
+func (cl *Client) waitStall(cs *clientStream) {
+	for {
+		cl.mu.Lock()
+		stalled, until, wake := cl.stalled, cl.stallUntil, cl.stallWake
+		if stalled && until >= 0 && until <= cl.c.Now() {
+			cl.stalled, stalled = false, false
+		}
+		cl.mu.Unlock()
+		if !stalled {
+			return
+		}
+		var timer <-chan time.Time
+		if until >= 0 {
+			t := time.NewTimer(until - cl.c.Now())
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-timer:
+		case <-wake:
+		case <-cs.ctx.Done():
+			return
+		}
+	}
+}
+
+// endStalls ends every client's stall and its record (the liveness phase).
+func (c *Cluster) endStalls() {
+	for _, cl := range c.userList() {
+		cl.unstall()
+	}
+	c.rec.endUserFault(model.FaultStall, c.Now())
+}
+
+// StallBound is the bound of stall faults in the sweep's stall world.
+const StallBound = 2
+
+// SweepStall is the sweep's draw for a seed it is not told the stall
+// world of: about half the seeds run with up to StallBound stalls
+// (-max-stalls), from a sub-seed of its own ("stall-world"), so that no
+// other draw moves; a plain run keeps the default (none).
+func SweepStall(seed Seed) bool {
+	return seed.Derive("stall-world").Rand().IntN(2) == 0
+}
