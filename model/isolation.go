@@ -14,17 +14,17 @@ func clientConfined(f Fault) bool {
 // CheckIsolation is isolation: a fault or misbehaviour confined to one
 // client (a stall, a slow reader, a vanished client) costs no other user
 // anything. While such a fault is active (from its start until its end
-// plus its kind's recovery), (1) every member who shares no room with
-// that client is owed each message live within h.LiveBound, on the terms
+// plus its kind's recovery), (1) every member of a room that client was
+// never a member of is owed each message live within h.LiveBound (no
+// relay of it carries the client: its tasks, relay calls and stream
+// items must not wait behind the client's), on the terms
 // of timely-live-delivery (the same excuses: any other fault on the
 // message's path excuses it; the client-confined fault never does), and
 // (2) every send by another user returns on its first try within
 // h.SendBound, unless a fault that is not confined to a client (a node,
 // link or Redis fault, or any per-operation fault) lay in the send's
 // stretch, from the default recovery time before its invocation until it
-// returned. A member who shares a room with the misbehaving client may
-// wait behind it on a relay call that carries both; one who shares none
-// must not notice it.
+// returned.
 func CheckIsolation(h *History) []Violation {
 	if h.LiveBound <= 0 {
 		return nil
@@ -38,7 +38,7 @@ func CheckIsolation(h *History) []Violation {
 	if len(confined) == 0 {
 		return nil
 	}
-	shares := roomMates(h)
+	rooms := everJoined(h)
 	active := func(t time.Duration) []Fault {
 		var out []Fault
 		for _, f := range confined {
@@ -67,13 +67,13 @@ func CheckIsolation(h *History) []Violation {
 			continue
 		}
 		for _, user := range j.roomUsers(send.Room) {
-			f, apart := apartFrom(user, fs, shares)
+			f, apart := apartFrom(user, send.Room, fs, rooms)
 			if !apart {
 				continue
 			}
 			if v, bad := j.judgeLive(send, user, conns[user], first); bad {
 				v.Property = PropIsolation
-				v.Detail = fmt.Sprintf("while %s's client was under a %s fault (from t=%v; %s shares no room with it): %s", f.User, f.Kind, f.From, user, v.Detail)
+				v.Detail = fmt.Sprintf("while %s's client was under a %s fault (from t=%v; it is no member of %s): %s", f.User, f.Kind, f.From, send.Room, v.Detail)
 				out = append(out, v)
 			}
 		}
@@ -81,11 +81,12 @@ func CheckIsolation(h *History) []Violation {
 	return out
 }
 
-// apartFrom returns the first of fs whose client shares no room with
-// user, if user is apart from every one of them.
-func apartFrom(user string, fs []Fault, shares map[string]map[string]bool) (Fault, bool) {
+// apartFrom returns the first of fs if user's message of room has
+// nothing to do with any of their clients: none is user, and none was
+// ever a member of room (a relay of the message never carries them).
+func apartFrom(user, room string, fs []Fault, rooms map[string]map[string]bool) (Fault, bool) {
 	for _, f := range fs {
-		if f.User == user || shares[f.User][user] {
+		if f.User == user || rooms[f.User][room] {
 			return Fault{}, false
 		}
 	}
@@ -126,27 +127,16 @@ func isolatedSend(h *History, send Event, fs []Fault) (Violation, bool) {
 			f.User, f.Kind, f.From, send.User, took, send.Tries, map[bool]string{true: "ok", false: send.Err}[send.OK], h.SendBound)}, true
 }
 
-// roomMates says, per user, who was ever a member of a room with it (a
-// join either of them tried, acked or not: a member in doubt shares).
-func roomMates(h *History) map[string]map[string]bool {
-	in := map[string]map[string]bool{}
+// everJoined says, per user, the rooms it ever tried to join (acked or
+// not: a member in doubt counts).
+func everJoined(h *History) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
 	for _, ev := range h.Events {
 		if ev.Kind == KindJoin && ev.Room != "" {
-			if in[ev.Room] == nil {
-				in[ev.Room] = map[string]bool{}
+			if out[ev.User] == nil {
+				out[ev.User] = map[string]bool{}
 			}
-			in[ev.Room][ev.User] = true
-		}
-	}
-	out := map[string]map[string]bool{}
-	for _, us := range in {
-		for a := range us {
-			if out[a] == nil {
-				out[a] = map[string]bool{}
-			}
-			for b := range us {
-				out[a][b] = true
-			}
+			out[ev.User][ev.Room] = true
 		}
 	}
 	return out

@@ -50,6 +50,20 @@ func (c *Cluster) stall(user string, lag, dur time.Duration) {
 	if len(rooms) > 0 {
 		c.stallBursts++
 		room := rooms[c.stallBursts%len(rooms)]
+		// A bystander, another member of the room, is offline through
+		// the burst too and comes back reading at its pace: its replay is
+		// as long, and must not cost it its session.
+		var others []string
+		for _, u := range c.rec.members()[room] {
+			if u != user {
+				others = append(others, u)
+			}
+		}
+		if len(others) > 0 {
+			by := others[c.stallBursts%len(others)]
+			c.doNow(Action{At: now, User: by, Kind: ActDisconnect})
+			c.doNow(Action{At: now + lag, User: by, Kind: ActConnect, Node: (c.stallBursts + 1) % len(c.nodes)})
+		}
 		for i := range stallBurst {
 			c.doNow(Action{At: now, User: user, Kind: ActSend, Room: room, Size: stallBurstSize, Node: i % len(c.nodes),
 				MsgID: fmt.Sprintf("%s-st%d-%d", user, c.stallBursts, i)})
