@@ -166,6 +166,7 @@ func (n *Node) pump(stream relaypb.Chat_ConnectServer, s *session) error {
 				return err
 			}
 			n.hooks.Gate(n.ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionSend, Key: fmt.Sprintf("%s #%d %s#%d", s.user, s.gen, d.Room, d.Seq)})
+			s.sent.Add(1)
 			if err := stream.Send(d); err != nil {
 				return err
 			}
@@ -265,14 +266,30 @@ func (n *Node) syncLoop(ctx context.Context, s *session) {
 		// A live delivery that could not be made without waiting for the
 		// client wakes the catch-up at once (wakeCatchUp): it waits for
 		// the client here, on the session's own goroutine, never on an
-		// executor worker or in a relay handler. Either wake-up runs the
-		// same catch-up: which one comes first does not matter.
+		// executor worker or in a relay handler. A pending wake-up comes
+		// first; a woken catch-up parks at the hooks before it looks at
+		// the ticker, so that what it takes (one pass for both, or a tick
+		// left for the next) is the same in every run of a seed.
+		woken := false
 		select {
-		case <-s.done:
-			return
-		case <-t.C:
 		case <-s.kick:
+			woken = true
+		default:
+			select {
+			case <-s.done:
+				return
+			case <-t.C:
+			case <-s.kick:
+				woken = true
+			}
+		}
+		if woken {
 			n.probe(ProbeSessionCatchUpWoken)
+			n.hooks.Gate(n.ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionLock, Key: fmt.Sprintf("%s #%d woken tick%d", s.user, s.gen, tick)})
+			select {
+			case <-t.C:
+			default:
+			}
 		}
 		if s.isClosed() {
 			return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -41,6 +42,13 @@ type session struct {
 	last map[string]uint64
 	out  chan *relaypb.Delivery
 	done chan struct{}
+	// pushed counts the deliveries put in out (by the lock holder) and
+	// sent those the pump took past its gate: whether the outbox is full
+	// is decided from them (full), never from len(out), which the pump
+	// changes at a moment no gate orders, so that the decision is the
+	// same in every run of a seed.
+	pushed uint64
+	sent   atomic.Uint64
 
 	closeMu sync.Mutex // guards reason; only held to set or read it
 	reason  error      // why the session ended; set once, when done closes
@@ -289,20 +297,29 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait
 	return wins, pushed, nil
 }
 
+// full says the outbox holds OutboxSize deliveries the pump has not
+// taken past its gate (lock held).
+func (s *session) full() bool { return s.pushed-s.sent.Load() >= uint64(cap(s.out)) }
+
+// put queues d, which full said has room (lock held).
+func (s *session) put(d *relaypb.Delivery) {
+	s.out <- d
+	s.pushed++
+	s.last[d.Room] = d.Seq
+}
+
 // pushLocked queues d for the client without waiting. A full outbox
 // says nothing of the client's pace (a replay that just streamed a
 // backlog at that pace leaves it full): the message is left to the
 // session's catch-up, which waits for the client at most SlowClientAfter
 // (pushWaitLocked) and only then ends the session as too slow.
 func (s *session) pushLocked(d *relaypb.Delivery) error {
-	select {
-	case s.out <- d:
-		s.last[d.Room] = d.Seq
-		return nil
-	default:
+	if s.full() {
 		s.node.probe(ProbeSessionLiveLeftFull)
 		return errLeftToCatchUp
 	}
+	s.put(d)
+	return nil
 }
 
 // pushWaitLocked queues d, waiting while the outbox is full, at most
@@ -319,7 +336,7 @@ func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery, waitP
 	}
 	// Only the pump takes from out, and only the lock holder puts: a
 	// full outbox now means the push below waits (a read, no decision).
-	waits := len(s.out) == cap(s.out)
+	waits := s.full()
 	if waits {
 		s.node.probe(waitProbe)
 		if liveOnly(ctx) {
@@ -332,6 +349,7 @@ func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery, waitP
 		defer slow.Stop()
 		select {
 		case s.out <- d:
+			s.pushed++
 			s.last[d.Room] = d.Seq
 			return nil
 		case <-s.done:
@@ -341,20 +359,22 @@ func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery, waitP
 			s.node.probe(ProbeSessionWaitCancelled)
 			return ctx.Err()
 		case <-slow.C:
+			// Room that came at the very instant the wait ran out wins,
+			// whichever case the select took.
+			select {
+			case s.out <- d:
+				s.pushed++
+				s.last[d.Room] = d.Seq
+				return nil
+			default:
+			}
 			s.node.probe(ProbeSessionSlowConsumer)
 			s.close(status.Errorf(codes.ResourceExhausted, "client %s too slow: took no delivery for %v (%d pending)", s.user, s.node.cfg.SlowClientAfter, len(s.out)))
 			return s.err()
 		}
 	}
-	select {
-	case s.out <- d:
-		s.last[d.Room] = d.Seq
-		return nil
-	case <-s.done:
-		return s.err()
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	s.put(d)
+	return nil
 }
 
 // close ends the session (client gone, node shutdown, replaced session, slow
