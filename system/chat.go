@@ -166,7 +166,6 @@ func (n *Node) pump(stream relaypb.Chat_ConnectServer, s *session) error {
 				return err
 			}
 			n.hooks.Gate(n.ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionSend, Key: fmt.Sprintf("%s #%d %s#%d", s.user, s.gen, d.Room, d.Seq)})
-			s.sent.Add(1)
 			if err := stream.Send(d); err != nil {
 				return err
 			}
@@ -263,36 +262,21 @@ func (n *Node) syncLoop(ctx context.Context, s *session) {
 	t := time.NewTicker(n.cfg.CatchUpInterval)
 	defer t.Stop()
 	for tick := 1; ; tick++ {
-		// A live delivery that could not be made without waiting for the
-		// client wakes the catch-up at once (wakeCatchUp): it waits for
-		// the client here, on the session's own goroutine, never on an
-		// executor worker or in a relay handler. A pending wake-up comes
-		// first; a woken catch-up parks at the hooks before it looks at
-		// the ticker, so that what it takes (one pass for both, or a tick
-		// left for the next) is the same in every run of a seed.
-		woken := false
-		select {
-		case <-s.kick:
-			woken = true
-		default:
-			select {
-			case <-s.done:
-				return
-			case <-t.C:
-			case <-s.kick:
-				woken = true
-			}
-		}
-		if woken {
-			n.probe(ProbeSessionCatchUpWoken)
-			n.hooks.Gate(n.ctx, Point{Node: n.cfg.NodeID, Kind: PointSessionLock, Key: fmt.Sprintf("%s #%d woken tick%d", s.user, s.gen, tick)})
-			select {
-			case <-t.C:
-			default:
-			}
-		}
+		// A live delivery that could not be made within LiveLockWait
+		// wakes the catch-up at once (wakeCatchUp): it waits for the
+		// client here, on the session's own goroutine, never on an
+		// executor worker or in a relay handler. A tick and a wake-up
+		// both ready take two passes, whichever the select picks first.
+		// An ended session ends the loop before it looks at either.
 		if s.isClosed() {
 			return
+		}
+		select {
+		case <-s.done:
+			return
+		case <-t.C:
+		case <-s.kick:
+			n.probe(ProbeSessionCatchUpWoken)
 		}
 		tctx := WithLabel(n.ctx, fmt.Sprintf("sync %s #%d tick%d", s.user, s.gen, tick))
 		if err := n.replay(tctx, s, true); err != nil && n.ctx.Err() != nil {

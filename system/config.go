@@ -142,16 +142,19 @@ type Config struct {
 	// CatchUpInterval is how often a session re-reads its rooms' logs to
 	// make good any live push that never arrived.
 	CatchUpInterval time.Duration
-	// SlowClientAfter bounds every wait on one client: a replay or
-	// catch-up push waits at most this long for room in the client's
-	// outbox before the session ends as too slow (ResourceExhausted: the
-	// client reconnects and resumes from its cursor), and a live delivery
-	// (an executor task, a relay call or a stream item) waits at most
-	// this long for the session lock. A live delivery never waits for
-	// outbox room: when the outbox is full, or the lock is held by a push
-	// waiting for the client, it leaves the message to the session's
-	// catch-up, which it wakes at once.
+	// SlowClientAfter bounds a replay's or catch-up's wait on one client:
+	// a push waits at most this long for room in the client's outbox
+	// before the session ends as too slow (ResourceExhausted: the client
+	// reconnects and resumes from its cursor).
 	SlowClientAfter time.Duration
+	// LiveLockWait bounds a live delivery's waits on one session (an
+	// executor task, a relay call or a stream item): for the session
+	// lock, and for each push's room in the outbox. When one runs out
+	// the message is left to the session's catch-up, woken at once: a
+	// live delivery never parks a worker or a handler behind a client
+	// that stopped reading. Well under a client call's deadline, above a
+	// healthy lock hold.
+	LiveLockWait time.Duration
 	// Logf logs what the node must report but cannot return to a caller
 	// (a task that panicked). Nil means log.Printf.
 	Logf func(format string, args ...any)
@@ -257,6 +260,7 @@ func DefaultConfig() Config {
 		RedisPoolSize:          256,
 		CatchUpInterval:        5 * time.Second,
 		SlowClientAfter:        5 * time.Second,
+		LiveLockWait:           250 * time.Millisecond,
 	}
 }
 
@@ -294,6 +298,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.RedisPoolSize, d.RedisPoolSize)
 	setDefault(&c.CatchUpInterval, d.CatchUpInterval)
 	setDefault(&c.SlowClientAfter, d.SlowClientAfter)
+	setDefault(&c.LiveLockWait, d.LiveLockWait)
 	if c.Logf == nil {
 		c.Logf = log.Printf
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -27,28 +26,19 @@ type session struct {
 	node *Node
 	user string
 	gen  uint64
-	// lockMu guards locked, blocked and freed only (never held across a
-	// block); freed is closed when the lock is let go, and when its
-	// holder starts waiting for the client (blocked).
-	lockMu  sync.Mutex
-	locked  bool
-	blocked bool // the holder waits for outbox room: only the client can end that
-	freed   chan struct{}
+	// lockMu guards locked and freed only (never held across a block);
+	// freed is closed when the lock is let go.
+	lockMu sync.Mutex
+	locked bool
+	freed  chan struct{}
 	// kick wakes the session's catch-up (syncLoop) at once: a live
-	// delivery that could not be pushed without waiting for the client
-	// left its message to it.
+	// delivery that could not be made within LiveLockWait left its
+	// message to it.
 	kick chan struct{}
 	// last is the last seq handed to the client per room (under lock).
 	last map[string]uint64
 	out  chan *relaypb.Delivery
 	done chan struct{}
-	// pushed counts the deliveries put in out (by the lock holder) and
-	// sent those the pump took past its gate: whether the outbox is full
-	// is decided from them (full), never from len(out), which the pump
-	// changes at a moment no gate orders, so that the decision is the
-	// same in every run of a seed.
-	pushed uint64
-	sent   atomic.Uint64
 
 	closeMu sync.Mutex // guards reason; only held to set or read it
 	reason  error      // why the session ended; set once, when done closes
@@ -75,10 +65,21 @@ func newSession(n *Node, user string, gen uint64, cursors []*relaypb.Cursor) *se
 // and a waiter woken by a release does nothing but park again: when the
 // holder lets go, which waiter gets the lock is the embedder's choice, and
 // the releaser never races a waiter that has already resumed its work. An
-// ended session or context wins over a free lock. live: a live delivery,
-// which never waits behind a holder that waits for the client (blocked):
-// it gets errLeftToCatchUp instead.
-func (s *session) acquire(ctx context.Context, live bool) error {
+// ended session or context wins over a free lock.
+//
+// wait > 0 bounds the wait (a live delivery's, LiveLockWait): once it has
+// run out the waiter parks at the hooks once more and takes the lock if
+// it is free then, else gives up with errLeftToCatchUp. Both looks at the
+// lock follow a park at the hooks, when the bubble is quiet: what the
+// waiter decides never depends on how goroutines raced.
+func (s *session) acquire(ctx context.Context, wait time.Duration) error {
+	var expired <-chan time.Time
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		expired = t.C
+	}
+	timedOut := false
 	for try := 1; ; try++ {
 		s.node.hooks.Gate(ctx, Point{Node: s.node.cfg.NodeID, Kind: PointSessionLock, Key: fmt.Sprintf("%s #%d %s try%d", s.user, s.gen, Label(ctx), try)})
 		if err := s.ended(ctx); err != nil {
@@ -90,56 +91,40 @@ func (s *session) acquire(ctx context.Context, live bool) error {
 			s.lockMu.Unlock()
 			return nil
 		}
-		if live && s.blocked {
-			s.lockMu.Unlock()
-			s.node.probe(ProbeSessionLockHeldByWait)
-			return errLeftToCatchUp
-		}
 		freed := s.freed
 		s.lockMu.Unlock()
+		if timedOut {
+			s.node.probe(ProbeSessionLockTimedOut)
+			return errLeftToCatchUp
+		}
 		s.node.probe(ProbeSessionLockWaited)
-		// Whatever wakes the waiter (a release, the holder starting to
-		// wait for the client, the session ending, the context), it parks
-		// again before acting on it.
+		// Whatever wakes the waiter (a release, the wait running out, the
+		// session ending, the context), it parks again before acting on
+		// it.
 		select {
 		case <-freed:
 		case <-ctx.Done():
 		case <-s.done:
+		case <-expired:
+			timedOut = true
 		}
 	}
 }
 
-// setBlocked records that the holder waits (or no longer waits) for the
-// client, and wakes the lock's waiters when it starts: a live delivery
-// must not wait behind it.
-func (s *session) setBlocked(b bool) {
-	s.lockMu.Lock()
-	s.blocked = b
-	if b {
-		close(s.freed)
-		s.freed = make(chan struct{})
-	}
-	s.lockMu.Unlock()
-}
-
-// errLeftToCatchUp: a live delivery could not be made without waiting for
-// the client (its outbox full, or the lock held by a push that waits for
-// room); the session's catch-up, woken at once, delivers it from the log.
+// errLeftToCatchUp: a live delivery could not be made within
+// LiveLockWait (the session lock, or room in the outbox); the session's
+// catch-up, woken at once, delivers it from the log.
 var errLeftToCatchUp = errors.New("left to the catch-up")
 
-// wakeCatchUp has the session's catch-up run now (syncLoop).
+// wakeCatchUp has the session's catch-up run now (syncLoop). Its callers
+// decide to call it after a park at the hooks, and a pending wake-up
+// absorbs a second one whenever it comes: one pass serves both.
 func (s *session) wakeCatchUp() {
 	select {
 	case s.kick <- struct{}{}:
 	default:
 	}
 }
-
-// liveOnly marks a context whose pushes never wait for outbox room (a
-// live delivery's): a full outbox is errLeftToCatchUp.
-type liveOnlyKey struct{}
-
-func liveOnly(ctx context.Context) bool { return ctx.Value(liveOnlyKey{}) != nil }
 
 // ended reports a closed session or a done context.
 func (s *session) ended(ctx context.Context) error {
@@ -164,24 +149,20 @@ var errSessionClosed = status.Error(codes.Unavailable, "session closed")
 // deliver hands a live message to the client, after any gap before it.
 //
 // A live delivery runs on an executor worker or in a relay handler, so it
-// never waits for the client: it takes the session lock within
-// SlowClientAfter, and not at all while the holder waits for outbox
-// room; and it pushes without waiting. When it cannot (the lock, a full
-// outbox) it leaves the message to the session's catch-up, woken at once,
-// which waits for the client at the client's pace, at most
-// SlowClientAfter per push (pushWaitLocked). The next seq of a known room
-// is pushed at once; a gap, or a room the session has not seen, is filled
-// from the log first.
+// waits for the client only briefly: it takes the session lock within
+// LiveLockWait, and waits at most LiveLockWait for each push's outbox
+// room. A client reading at its pace makes room (a replay that just
+// streamed a backlog leaves the outbox full: that says nothing of the
+// client's pace). When a wait runs out (the lock held by a replay that
+// waits for a client that stopped reading, a full outbox that does not
+// drain) the message is left to the session's catch-up, woken at once,
+// which waits for the client at most SlowClientAfter per push and then
+// ends the session as too slow. The next seq of a known room is pushed
+// at once; a gap, or a room the session has not seen, is filled from the
+// log first.
 func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, liveOnlyKey{}, true), s.node.cfg.SlowClientAfter)
-	defer cancel()
 	err := s.deliverLive(ctx, d)
-	switch {
-	case errors.Is(err, errLeftToCatchUp):
-		s.wakeCatchUp()
-		return nil
-	case errors.Is(err, context.DeadlineExceeded) && !s.isClosed():
-		s.node.probe(ProbeSessionLockTimedOut)
+	if errors.Is(err, errLeftToCatchUp) {
 		s.wakeCatchUp()
 		return nil
 	}
@@ -189,7 +170,7 @@ func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
 }
 
 func (s *session) deliverLive(ctx context.Context, d *relaypb.Delivery) error {
-	if err := s.acquire(ctx, true); err != nil {
+	if err := s.acquire(ctx, s.node.cfg.LiveLockWait); err != nil {
 		return err
 	}
 	defer s.release()
@@ -205,7 +186,7 @@ func (s *session) deliverLive(ctx context.Context, d *relaypb.Delivery) error {
 	if known && d.Seq == last+1 {
 		// The next seq of a room the session knows: fan-out reads the
 		// membership atomically with the seq, so it lies inside a window.
-		return s.pushLocked(d)
+		return s.pushWaitLocked(ctx, d, ProbeSessionGapWaitedFull, true)
 	}
 	if known {
 		s.node.probe(ProbeSessionGap)
@@ -215,7 +196,7 @@ func (s *session) deliverLive(ctx context.Context, d *relaypb.Delivery) error {
 	// A gap, or the first message of a room this session has not seen:
 	// fill from the log, and deliver d only if it is inside a window (a
 	// stale relay or a late joiner must not receive it).
-	wins, _, err := s.fillLocked(ctx, d.Room, d.Seq-1, ProbeSessionGapWaitedFull)
+	wins, _, err := s.fillLocked(ctx, d.Room, d.Seq-1, ProbeSessionGapWaitedFull, true)
 	if err != nil {
 		return err
 	}
@@ -227,7 +208,7 @@ func (s *session) deliverLive(ctx context.Context, d *relaypb.Delivery) error {
 		s.last[d.Room] = d.Seq
 		return nil
 	}
-	return s.pushWaitLocked(ctx, d, ProbeSessionGapWaitedFull)
+	return s.pushWaitLocked(ctx, d, ProbeSessionGapWaitedFull, true)
 }
 
 func inWindows(wins []Window, seq uint64) bool {
@@ -241,18 +222,19 @@ func inWindows(wins []Window, seq uint64) bool {
 
 // catchUp replays everything of room up to its current seq (after connect),
 // at the client's pace: a backlog longer than the outbox waits for the
-// stream rather than ending the session. periodic: a catch-up tick, not
-// the replay after connect.
+// stream rather than ending the session, as long as the client takes a
+// delivery every SlowClientAfter. periodic: a catch-up tick (or a wake-up),
+// not the replay after connect.
 func (s *session) catchUp(ctx context.Context, room string, periodic bool) error {
 	seq, err := s.node.dir.RoomSeq(ctx, room)
 	if err != nil {
 		return err
 	}
-	if err := s.acquire(ctx, false); err != nil {
+	if err := s.acquire(ctx, 0); err != nil {
 		return err
 	}
 	defer s.release()
-	_, pushed, err := s.fillLocked(ctx, room, seq, ProbeSessionReplayWaitedFull)
+	_, pushed, err := s.fillLocked(ctx, room, seq, ProbeSessionReplayWaitedFull, false)
 	if periodic && pushed > 0 {
 		s.node.probe(ProbeSessionCatchUpFilled)
 	}
@@ -263,8 +245,9 @@ func (s *session) catchUp(ctx context.Context, room string, periodic bool) error
 // inside the user's membership windows, and returns the windows it read
 // and how many entries it pushed. It waits for room in the outbox
 // (pushWaitLocked, which hits waitProbe when it waits), for replay and
-// live gap fills alike: the client sets the pace.
-func (s *session) fillLocked(ctx context.Context, room string, upto uint64, waitProbe string) ([]Window, int, error) {
+// live gap fills alike: the client sets the pace. live: a live delivery's
+// gap fill (see pushWaitLocked).
+func (s *session) fillLocked(ctx context.Context, room string, upto uint64, waitProbe string, live bool) ([]Window, int, error) {
 	last := s.last[room]
 	pushed := 0
 	wins, err := s.node.dir.Windows(ctx, room, s.user)
@@ -285,7 +268,7 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait
 		}
 		for _, e := range entries {
 			d := &relaypb.Delivery{Room: room, Seq: e.Seq, MsgId: e.MsgID, Sender: e.Sender, Payload: e.Payload, FromLog: true}
-			if err := s.pushWaitLocked(ctx, d, waitProbe); err != nil {
+			if err := s.pushWaitLocked(ctx, d, waitProbe, live); err != nil {
 				return nil, pushed, err
 			}
 			pushed++
@@ -297,84 +280,75 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait
 	return wins, pushed, nil
 }
 
-// full says the outbox holds OutboxSize deliveries the pump has not
-// taken past its gate (lock held).
-func (s *session) full() bool { return s.pushed-s.sent.Load() >= uint64(cap(s.out)) }
-
-// put queues d, which full said has room (lock held).
-func (s *session) put(d *relaypb.Delivery) {
-	s.out <- d
-	s.pushed++
-	s.last[d.Room] = d.Seq
-}
-
-// pushLocked queues d for the client without waiting. A full outbox
-// says nothing of the client's pace (a replay that just streamed a
-// backlog at that pace leaves it full): the message is left to the
-// session's catch-up, which waits for the client at most SlowClientAfter
-// (pushWaitLocked) and only then ends the session as too slow.
-func (s *session) pushLocked(d *relaypb.Delivery) error {
-	if s.full() {
-		s.node.probe(ProbeSessionLiveLeftFull)
-		return errLeftToCatchUp
-	}
-	s.put(d)
-	return nil
-}
-
-// pushWaitLocked queues d, waiting while the outbox is full, at most
-// SlowClientAfter: a client that takes no delivery for that long is too
-// slow, and its session ends (ResourceExhausted; it reconnects and
-// resumes from its cursor). While it waits, the lock's live waiters leave
-// their messages to the catch-up instead of waiting behind it. Under a
-// live delivery's context (liveOnly) it never waits: a full outbox is
-// errLeftToCatchUp. A wait hits waitProbe (and how it ended, its own
-// probe).
-func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery, waitProbe string) error {
+// pushWaitLocked queues d, waiting while the outbox is full, until the
+// session ends or the wait runs out: SlowClientAfter for a replay or
+// catch-up (a client that takes no delivery for that long is too slow,
+// and its session ends: ResourceExhausted, it reconnects and resumes from
+// its cursor), LiveLockWait for a live delivery (live), which then leaves
+// d to the session's catch-up (errLeftToCatchUp).
+//
+// Only the pump takes from out, and only the lock holder puts. The wait
+// is a blocking select, so whether it ends with room or with the timer
+// does not depend on how goroutines raced: virtual time moves only when
+// the bubble is quiet, so a pump that can make room makes it before the
+// timer fires. When the timer fires the holder parks at the hooks before
+// its last look at the outbox, for the same reason. A wait hits waitProbe
+// (and how it ended, its own probe); those counts read len(out), but
+// nothing the push does depends on them.
+func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery, waitProbe string, live bool) error {
 	if err := s.ended(ctx); err != nil {
 		return err
 	}
-	// Only the pump takes from out, and only the lock holder puts: a
-	// full outbox now means the push below waits (a read, no decision).
-	waits := s.full()
+	select {
+	case s.out <- d:
+		s.last[d.Room] = d.Seq
+		return nil
+	default:
+	}
+	// Counted only (see above).
+	waits := len(s.out) == cap(s.out)
 	if waits {
 		s.node.probe(waitProbe)
-		if liveOnly(ctx) {
-			s.node.probe(ProbeSessionLiveLeftFull)
-			return errLeftToCatchUp
-		}
-		s.setBlocked(true)
-		defer s.setBlocked(false)
-		slow := time.NewTimer(s.node.cfg.SlowClientAfter)
-		defer slow.Stop()
-		select {
-		case s.out <- d:
-			s.pushed++
-			s.last[d.Room] = d.Seq
-			return nil
-		case <-s.done:
-			s.node.probe(ProbeSessionEndedWhileWaiting)
-			return s.err()
-		case <-ctx.Done():
-			s.node.probe(ProbeSessionWaitCancelled)
-			return ctx.Err()
-		case <-slow.C:
-			// Room that came at the very instant the wait ran out wins,
-			// whichever case the select took.
-			select {
-			case s.out <- d:
-				s.pushed++
-				s.last[d.Room] = d.Seq
-				return nil
-			default:
-			}
-			s.node.probe(ProbeSessionSlowConsumer)
-			s.close(status.Errorf(codes.ResourceExhausted, "client %s too slow: took no delivery for %v (%d pending)", s.user, s.node.cfg.SlowClientAfter, len(s.out)))
-			return s.err()
-		}
 	}
-	s.put(d)
-	return nil
+	wait := s.node.cfg.SlowClientAfter
+	if live {
+		wait = s.node.cfg.LiveLockWait
+	}
+	slow := time.NewTimer(wait)
+	defer slow.Stop()
+	select {
+	case s.out <- d:
+		s.last[d.Room] = d.Seq
+		return nil
+	case <-s.done:
+		if waits {
+			s.node.probe(ProbeSessionEndedWhileWaiting)
+		}
+		return s.err()
+	case <-ctx.Done():
+		if waits {
+			s.node.probe(ProbeSessionWaitCancelled)
+		}
+		return ctx.Err()
+	case <-slow.C:
+	}
+	s.node.hooks.Gate(ctx, Point{Node: s.node.cfg.NodeID, Kind: PointSessionLock, Key: fmt.Sprintf("%s #%d %s %s#%d push-wait-over", s.user, s.gen, Label(ctx), d.Room, d.Seq)})
+	if err := s.ended(ctx); err != nil {
+		return err
+	}
+	select {
+	case s.out <- d:
+		s.last[d.Room] = d.Seq
+		return nil
+	default:
+	}
+	if live {
+		s.node.probe(ProbeSessionLiveLeftFull)
+		return errLeftToCatchUp
+	}
+	s.node.probe(ProbeSessionSlowConsumer)
+	s.close(status.Errorf(codes.ResourceExhausted, "client %s too slow: took no delivery for %v (%d pending)", s.user, wait, len(s.out)))
+	return s.err()
 }
 
 // close ends the session (client gone, node shutdown, replaced session, slow

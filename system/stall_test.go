@@ -78,8 +78,7 @@ func TestStalledClientCostsOthersNothing(t *testing.T) {
 // TestLivePushAfterReplayWaitsForReader: a replay that streams a backlog
 // at the client's pace leaves the outbox full; the next live message (the
 // next seq, no gap) must not end the session of a client that reads on:
-// it is left to the catch-up, which waits (at most SlowClientAfter) for
-// the client to make room.
+// its push waits (at most LiveLockWait) for the client to make room.
 func TestLivePushAfterReplayWaitsForReader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, ModeBulk, 1, withConfig(func(cfg *Config) { cfg.OutboxSize = 3 }))
