@@ -147,14 +147,19 @@ type Config struct {
 	// before the session ends as too slow (ResourceExhausted: the client
 	// reconnects and resumes from its cursor).
 	SlowClientAfter time.Duration
-	// LiveLockWait bounds a live delivery's waits on one session (an
-	// executor task, a relay call or a stream item): for the session
-	// lock, and for each push's room in the outbox. When one runs out
-	// the message is left to the session's catch-up, woken at once: a
-	// live delivery never parks a worker or a handler behind a client
-	// that stopped reading. Well under a client call's deadline, above a
-	// healthy lock hold.
+	// LiveLockWait bounds a live delivery's wait (an executor task, a
+	// relay call or a stream item) for a session's lock; LivePushWait its
+	// wait for room in the outbox, under the lock. A replay or catch-up
+	// push that has waited LivePushWait for room marks the session as
+	// waiting for its client: live deliveries then do not wait for the
+	// lock at all. What a live delivery cannot deliver within them it
+	// leaves to the session's catch-up, woken at once: it never parks a
+	// worker or a handler behind a client that stopped reading.
+	// LiveLockWait: well under a client call's deadline, above a healthy
+	// lock hold; LivePushWait: well above the time a reading client takes
+	// per delivery, well under the live delivery bound.
 	LiveLockWait time.Duration
+	LivePushWait time.Duration
 	// Logf logs what the node must report but cannot return to a caller
 	// (a task that panicked). Nil means log.Printf.
 	Logf func(format string, args ...any)
@@ -261,6 +266,7 @@ func DefaultConfig() Config {
 		CatchUpInterval:        5 * time.Second,
 		SlowClientAfter:        5 * time.Second,
 		LiveLockWait:           250 * time.Millisecond,
+		LivePushWait:           20 * time.Millisecond,
 	}
 }
 
@@ -299,6 +305,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.CatchUpInterval, d.CatchUpInterval)
 	setDefault(&c.SlowClientAfter, d.SlowClientAfter)
 	setDefault(&c.LiveLockWait, d.LiveLockWait)
+	setDefault(&c.LivePushWait, d.LivePushWait)
 	if c.Logf == nil {
 		c.Logf = log.Printf
 	}

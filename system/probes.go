@@ -45,6 +45,7 @@ const (
 	ProbeSessionEndedWhileWaiting = "session.ended-while-push-waited"
 	ProbeSessionWaitCancelled     = "session.push-wait-cancelled"
 	ProbeSessionCatchUpFilled     = "session.catch-up-filled"
+	ProbeSessionLockHeldByWait    = "session.live-left-lock-held-by-wait"
 	ProbeSessionLockTimedOut      = "session.live-lock-timed-out"
 	ProbeSessionLiveLeftFull      = "session.live-left-full-outbox"
 	ProbeSessionCatchUpWoken      = "session.catch-up-woken"
@@ -130,8 +131,9 @@ var probes = []ProbeInfo{
 	{ProbeSessionEndedWhileWaiting, "a session ended while a push waited for outbox room", "session.go"},
 	{ProbeSessionWaitCancelled, "a push waiting for outbox room was cancelled (node stopping, relay call ended)", "session.go"},
 	{ProbeSessionCatchUpFilled, "a periodic catch-up delivered what live pushes had missed", "session.go"},
+	{ProbeSessionLockHeldByWait, "a live delivery found the session lock held by a push waiting for the client: left to the catch-up", "session.go"},
 	{ProbeSessionLockTimedOut, "a live delivery did not get the session lock within LiveLockWait: left to the catch-up", "session.go"},
-	{ProbeSessionLiveLeftFull, "a live delivery found no outbox room within LiveLockWait: left to the catch-up, woken at once", "session.go"},
+	{ProbeSessionLiveLeftFull, "a live delivery found no outbox room within LivePushWait: left to the catch-up, woken at once", "session.go"},
 	{ProbeSessionCatchUpWoken, "a session's catch-up ran early, woken by a live delivery it was left", "chat.go"},
 
 	{ProbeChatBadName, "a room, user, message id or recipient name failed the name rule", "chat.go"},

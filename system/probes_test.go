@@ -58,7 +58,7 @@ var probesOfTest = map[string][]string{
 	"TestIdempotencyAcrossARollingUpgrade":           {ProbeChatDuplicateSend},
 	"TestLiveGapFillWaitsForOutboxRoom":              {ProbeSessionGap, ProbeSessionGapWaitedFull},
 	"TestLivePushAfterReplayWaitsForReader":          {ProbeSessionGapWaitedFull},
-	"TestStalledClientCostsOthersNothing":            {ProbeSessionReplayWaitedFull, ProbeSessionLockTimedOut, ProbeSessionSlowConsumer},
+	"TestStalledClientCostsOthersNothing":            {ProbeSessionReplayWaitedFull, ProbeSessionLockHeldByWait, ProbeSessionSlowConsumer},
 	"TestOlderProtocolsAnswerUnimplemented":          {ProbeRelayRecvUnsupported},
 	"TestRelayGivesUpAtOnceAfterLastAttempt":         {ProbeRelayRetried, ProbeRelayGaveUp},
 	"TestReplayLongerThanTheOutbox":                  {ProbeSessionReplayWaitedFull},

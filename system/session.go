@@ -26,11 +26,18 @@ type session struct {
 	node *Node
 	user string
 	gen  uint64
-	// lockMu guards locked and freed only (never held across a block);
-	// freed is closed when the lock is let go.
+	// lockMu guards locked, blocked and freed only (never held across a
+	// block); freed is closed when the lock is let go, and when its
+	// holder is found waiting for the client (blocked).
 	lockMu sync.Mutex
 	locked bool
-	freed  chan struct{}
+	// blocked: the holder, a replay or catch-up push, has waited
+	// LivePushWait for outbox room and waits on. It is set and cleared by
+	// the holder and read by a live delivery after a park at the hooks,
+	// when the bubble is quiet: then it is true exactly while the holder
+	// waits in that select, whatever the race that led there.
+	blocked bool
+	freed   chan struct{}
 	// kick wakes the session's catch-up (syncLoop) at once: a live
 	// delivery that could not be made within LiveLockWait left its
 	// message to it.
@@ -67,15 +74,17 @@ func newSession(n *Node, user string, gen uint64, cursors []*relaypb.Cursor) *se
 // the releaser never races a waiter that has already resumed its work. An
 // ended session or context wins over a free lock.
 //
-// wait > 0 bounds the wait (a live delivery's, LiveLockWait): once it has
-// run out the waiter parks at the hooks once more and takes the lock if
-// it is free then, else gives up with errLeftToCatchUp. Both looks at the
-// lock follow a park at the hooks, when the bubble is quiet: what the
-// waiter decides never depends on how goroutines raced.
-func (s *session) acquire(ctx context.Context, wait time.Duration) error {
+// live: a live delivery's, which never waits behind a holder that waits
+// for the client (blocked), and waits at most LiveLockWait for the lock
+// (once that has run out the waiter parks at the hooks once more and
+// takes the lock if it is free then); else it gives up with
+// errLeftToCatchUp. Every look at the lock follows a park at the hooks,
+// when the bubble is quiet: what the waiter decides never depends on how
+// goroutines raced.
+func (s *session) acquire(ctx context.Context, live bool) error {
 	var expired <-chan time.Time
-	if wait > 0 {
-		t := time.NewTimer(wait)
+	if live {
+		t := time.NewTimer(s.node.cfg.LiveLockWait)
 		defer t.Stop()
 		expired = t.C
 	}
@@ -91,16 +100,20 @@ func (s *session) acquire(ctx context.Context, wait time.Duration) error {
 			s.lockMu.Unlock()
 			return nil
 		}
-		freed := s.freed
+		blocked, freed := s.blocked, s.freed
 		s.lockMu.Unlock()
+		if live && blocked {
+			s.node.probe(ProbeSessionLockHeldByWait)
+			return errLeftToCatchUp
+		}
 		if timedOut {
 			s.node.probe(ProbeSessionLockTimedOut)
 			return errLeftToCatchUp
 		}
 		s.node.probe(ProbeSessionLockWaited)
-		// Whatever wakes the waiter (a release, the wait running out, the
-		// session ending, the context), it parks again before acting on
-		// it.
+		// Whatever wakes the waiter (a release, the holder found waiting
+		// for the client, the wait running out, the session ending, the
+		// context), it parks again before acting on it.
 		select {
 		case <-freed:
 		case <-ctx.Done():
@@ -111,8 +124,23 @@ func (s *session) acquire(ctx context.Context, wait time.Duration) error {
 	}
 }
 
-// errLeftToCatchUp: a live delivery could not be made within
-// LiveLockWait (the session lock, or room in the outbox); the session's
+// setBlocked records that the holder waits (or no longer waits) for the
+// client; when it starts, the lock's waiters wake (and park at the hooks
+// before they look): a live delivery does not wait behind it. The holder
+// starts only when a timer fires, so when the bubble was quiet.
+func (s *session) setBlocked(b bool) {
+	s.lockMu.Lock()
+	s.blocked = b
+	if b {
+		close(s.freed)
+		s.freed = make(chan struct{})
+	}
+	s.lockMu.Unlock()
+}
+
+// errLeftToCatchUp: a live delivery could not be made within its bounds
+// (the session lock held by a push that waits for the client, or for
+// LiveLockWait; no outbox room within LivePushWait); the session's
 // catch-up, woken at once, delivers it from the log.
 var errLeftToCatchUp = errors.New("left to the catch-up")
 
@@ -150,14 +178,14 @@ var errSessionClosed = status.Error(codes.Unavailable, "session closed")
 //
 // A live delivery runs on an executor worker or in a relay handler, so it
 // waits for the client only briefly: it takes the session lock within
-// LiveLockWait, and waits at most LiveLockWait for each push's outbox
-// room. A client reading at its pace makes room (a replay that just
-// streamed a backlog leaves the outbox full: that says nothing of the
-// client's pace). When a wait runs out (the lock held by a replay that
-// waits for a client that stopped reading, a full outbox that does not
-// drain) the message is left to the session's catch-up, woken at once,
-// which waits for the client at most SlowClientAfter per push and then
-// ends the session as too slow. The next seq of a known room is pushed
+// LiveLockWait, and not at all while the holder waits for the client
+// (blocked); it waits at most LivePushWait for each push's outbox room.
+// A client reading at its pace makes room (a replay that just streamed a
+// backlog leaves the outbox full: that says nothing of the client's
+// pace). When it cannot (the lock, a full outbox that does not drain)
+// the message is left to the session's catch-up, woken at once, which
+// waits for the client at most SlowClientAfter per push and then ends
+// the session as too slow. The next seq of a known room is pushed
 // at once; a gap, or a room the session has not seen, is filled from the
 // log first.
 func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
@@ -170,7 +198,7 @@ func (s *session) deliver(ctx context.Context, d *relaypb.Delivery) error {
 }
 
 func (s *session) deliverLive(ctx context.Context, d *relaypb.Delivery) error {
-	if err := s.acquire(ctx, s.node.cfg.LiveLockWait); err != nil {
+	if err := s.acquire(ctx, true); err != nil {
 		return err
 	}
 	defer s.release()
@@ -230,7 +258,7 @@ func (s *session) catchUp(ctx context.Context, room string, periodic bool) error
 	if err != nil {
 		return err
 	}
-	if err := s.acquire(ctx, 0); err != nil {
+	if err := s.acquire(ctx, false); err != nil {
 		return err
 	}
 	defer s.release()
@@ -284,8 +312,11 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait
 // session ends or the wait runs out: SlowClientAfter for a replay or
 // catch-up (a client that takes no delivery for that long is too slow,
 // and its session ends: ResourceExhausted, it reconnects and resumes from
-// its cursor), LiveLockWait for a live delivery (live), which then leaves
-// d to the session's catch-up (errLeftToCatchUp).
+// its cursor), LivePushWait for a live delivery (live), which then leaves
+// d to the session's catch-up (errLeftToCatchUp). A replay or catch-up
+// push that has waited LivePushWait marks itself blocked: live
+// deliveries leave their messages to the catch-up instead of waiting for
+// the lock behind it.
 //
 // Only the pump takes from out, and only the lock holder puts. The wait
 // is a blocking select, so whether it ends with room or with the timer
@@ -311,26 +342,38 @@ func (s *session) pushWaitLocked(ctx context.Context, d *relaypb.Delivery, waitP
 		s.node.probe(waitProbe)
 	}
 	wait := s.node.cfg.SlowClientAfter
+	var mark <-chan time.Time
 	if live {
-		wait = s.node.cfg.LiveLockWait
+		wait = s.node.cfg.LivePushWait
+	} else {
+		m := time.NewTimer(s.node.cfg.LivePushWait)
+		defer m.Stop()
+		mark = m.C
 	}
 	slow := time.NewTimer(wait)
 	defer slow.Stop()
-	select {
-	case s.out <- d:
-		s.last[d.Room] = d.Seq
-		return nil
-	case <-s.done:
-		if waits {
-			s.node.probe(ProbeSessionEndedWhileWaiting)
+	for over := false; !over; {
+		select {
+		case s.out <- d:
+			s.last[d.Room] = d.Seq
+			return nil
+		case <-s.done:
+			if waits {
+				s.node.probe(ProbeSessionEndedWhileWaiting)
+			}
+			return s.err()
+		case <-ctx.Done():
+			if waits {
+				s.node.probe(ProbeSessionWaitCancelled)
+			}
+			return ctx.Err()
+		case <-mark:
+			mark = nil
+			s.setBlocked(true)
+			defer s.setBlocked(false)
+		case <-slow.C:
+			over = true
 		}
-		return s.err()
-	case <-ctx.Done():
-		if waits {
-			s.node.probe(ProbeSessionWaitCancelled)
-		}
-		return ctx.Err()
-	case <-slow.C:
 	}
 	s.node.hooks.Gate(ctx, Point{Node: s.node.cfg.NodeID, Kind: PointSessionLock, Key: fmt.Sprintf("%s #%d %s %s#%d push-wait-over", s.user, s.gen, Label(ctx), d.Room, d.Seq)})
 	if err := s.ended(ctx); err != nil {
