@@ -297,8 +297,13 @@ func (l *link) step(cur *relayStream) (*relayStream, bool, error) {
 		}
 		cur.written++
 	}
-	if cur.written >= l.n.cfg.StreamBatch || lingered(cur) {
-		if cur.written >= l.n.cfg.StreamBatch {
+	// A stream holding the link's whole backlog bound closes for its ack
+	// too: until that ack the link refuses every relay (enqueue), so with
+	// StreamBacklog below StreamBatch waiting for the linger would hold
+	// the link's traffic back for the linger on every batch.
+	full := cur.written >= min(l.n.cfg.StreamBatch, l.n.cfg.StreamBacklog)
+	if full || lingered(cur) {
+		if full {
 			l.n.probe(ProbeStreamBatchAck)
 		} else {
 			l.n.probe(ProbeStreamLingerAck)
