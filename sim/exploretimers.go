@@ -1,5 +1,5 @@
 // The relay's own timers a story's work waits on, seen from its
-// observations, for the explorer's horizon (Cluster.HorizonPending): a
+// observations, for the explorer's horizon (Cluster.HorizonTimers): a
 // relay attempt backing off before its retry, a stream backing off before
 // it resends what a break left unacknowledged, and a stream open until its
 // linger closes it for the ack, and a relay call whose message the
