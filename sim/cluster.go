@@ -99,6 +99,9 @@ type Cluster struct {
 	coverage coverage
 	// probes counts the code probes the nodes hit (probes.go).
 	probes *probeCounts
+	// timers tracks the relay's timers a story's work waits on, while
+	// exploring (exploretimers.go; nil otherwise).
+	timers *relayTimers
 	seeds  struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
@@ -176,6 +179,9 @@ type simNode struct {
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: memnet.NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID,
 		rec: newRecorder(cfg.Trace, newHistoryOut(cfg.History), cfg.Mode), probes: newProbeCounts()}
+	if cfg.Explorer != nil {
+		c.timers = newRelayTimers()
+	}
 	if c.runID == "" {
 		c.runID = "cluster" + strconv.FormatInt(runs.Add(1), 10)
 	}
@@ -320,7 +326,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		DialOptions:   h.dialOptions(),
 		TargetScheme:  "passthrough",
 		Hooks:         h,
-		Probes:        c.probes.prober(),
+		Probes:        c.prober(),
 	})
 	if err != nil {
 		return err
@@ -452,6 +458,7 @@ func (c *Cluster) Crash(i int) {
 	c.tell(sn.id, NodeCrash{Epoch: sn.epoch})
 	c.rec.fault(model.Fault{From: c.Now(), To: -1, Kind: model.FaultCrash, Nodes: []string{sn.id}})
 	c.notePeak(sn)
+	c.timers.down(sn.id)
 	c.cut(sn)
 }
 

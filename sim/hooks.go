@@ -87,6 +87,7 @@ func (h *nodeHooks) Observe(e any) {
 	case system.TaskEvent:
 		c.Trace.Event(c.Now(), e.Node, "submit %s -> %s", e.Label, e.Placement)
 	case system.RelayEvent:
+		c.timers.relayed(e)
 		c.Stats.Relays++
 		res := "ok"
 		if e.Err != nil {
@@ -102,6 +103,7 @@ func (h *nodeHooks) Observe(e any) {
 		}
 		c.tell(e.Node, RelayCall{Mode: mode, Target: e.Target, Room: e.Room, Seq: e.Seq, Recipients: e.Recipients, Attempt: e.Attempt, Result: res})
 	case system.StreamEvent:
+		c.timers.stream(e)
 		switch e.What {
 		case "drop", "fallback", "isolate", "handover":
 			// The writer starts its attempts afresh: so does the
@@ -417,7 +419,9 @@ func (h *nodeHooks) lost(ctx context.Context, why model.FaultKind, id, target st
 	c := h.c
 	m, _ := system.MessageOf(ctx)
 	c.inject(injection{node: h.node, what: string(why) + " " + id, record: c.opFault(why, m, false, h.node, target)})
+	waited := c.timers.deadline()
 	<-ctx.Done()
+	waited()
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " lost", Touch: c.tNode(h.node)})
 	return status.FromContextError(ctx.Err()).Err()
 }
