@@ -91,6 +91,9 @@ const (
 	ProbeStreamWatchdog      = "stream.write-watchdog-fired"
 	ProbeStreamRecvDuplicate = "stream.recv-duplicate"
 	ProbeStreamRecvOlderLink = "stream.recv-older-link"
+	ProbeStreamEpochRewound  = "stream.epoch-rewound"
+	ProbeStreamStaleRefused  = "stream.stale-link-refused"
+	ProbeStreamEmptyAck      = "stream.empty-ack"
 
 	// peers.go
 	ProbePeerReplaced     = "peers.replaced-by-newer-epoch"
@@ -168,7 +171,10 @@ var probes = []ProbeInfo{
 	{ProbeStreamPartialAck, "an ack covered fewer items than the stream carried", "stream.go"},
 	{ProbeStreamWatchdog, "a stream write or ack outlasted RelayTimeout: its watchdog cancelled the stream", "stream.go"},
 	{ProbeStreamRecvDuplicate, "a stream receiver dropped an item it had already processed", "stream.go"},
-	{ProbeStreamRecvOlderLink, "a stream receiver dropped an item of a link older than one it had seen", "stream.go"},
+	{ProbeStreamRecvOlderLink, "a stream receiver refused an item of a link older than one it had seen", "stream.go"},
+	{ProbeStreamEpochRewound, "a stream receiver took a link older than the newest seen: the registry names its sender at that epoch (its epoch went backwards)", "stream.go"},
+	{ProbeStreamStaleRefused, "a receiver refused our link as older than one it had seen: its items were relayed in bulk", "stream.go"},
+	{ProbeStreamEmptyAck, "a stream closed cleanly with none of its items acknowledged: a failed attempt", "stream.go"},
 
 	{ProbePeerReplaced, "a peer's newer incarnation replaced the connections to its older one", "peers.go"},
 	{ProbePeerKeptNewer, "a registry read older than the known peer was ignored", "peers.go"},
