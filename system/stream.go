@@ -611,28 +611,6 @@ func (n *Node) emptyAck(link string, written, acked int) error {
 	return errors.Join(errNothingAcked, status.Errorf(codes.Aborted, "close %s: the receiver acknowledged none of %d items", link, written))
 }
 
-// rewound settles a link l older than the newest seen on its key: if the
-// registry names its sender at l's epoch, the sender's epoch went
-// backwards (the newer link was its predecessor's, before Redis lost
-// their increments) and l becomes the newest seen, so that its items are
-// new again. It reports whether it did. Otherwise l is an older
-// incarnation's or generation's, and is refused. One registry read per
-// stream that starts on an older link.
-func (n *Node) rewound(ctx context.Context, key linkKey, l linkSeen) bool {
-	info, err := n.dir.LookupNode(WithLabel(ctx, fmt.Sprintf("recv stream %s@%d.%d#%s registry", key.origin, l.epoch, l.gen, key.ch)), key.origin)
-	if err != nil || info.Epoch != l.epoch {
-		return false
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if cur := n.links[key]; !cur.newer(l) {
-		return true // settled meanwhile
-	}
-	n.probe(ProbeStreamEpochRewound)
-	n.links[key] = l
-	return true
-}
-
 // claim says whether the item at seq of link l is new (and then records
 // it as processed), a duplicate, or of a link older than the newest seen
 // on its key: its sender moved on (handed it over, or restarted), or its
@@ -654,6 +632,28 @@ func (n *Node) claim(key linkKey, l linkSeen, seq uint64) (claimed, linkSeen) {
 	l.seq = seq
 	n.links[key] = l
 	return claimNew, l
+}
+
+// rewound settles a link l older than the newest seen on its key: if the
+// registry names its sender at l's epoch, the sender's epoch went
+// backwards (the newer link was its predecessor's, before Redis lost
+// their increments) and l becomes the newest seen, so that its items are
+// new again. It reports whether it did. Otherwise l is an older
+// incarnation's or generation's, and is refused. One registry read per
+// stream that starts on an older link.
+func (n *Node) rewound(ctx context.Context, key linkKey, l linkSeen) bool {
+	info, err := n.dir.LookupNode(WithLabel(ctx, fmt.Sprintf("recv stream %s@%d.%d#%s registry", key.origin, l.epoch, l.gen, key.ch)), key.origin)
+	if err != nil || info.Epoch != l.epoch {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if cur := n.links[key]; !cur.newer(l) {
+		return true // settled meanwhile
+	}
+	n.probe(ProbeStreamEpochRewound)
+	n.links[key] = l
+	return true
 }
 
 // acked is link l's cumulative ack.
