@@ -68,6 +68,7 @@ var probesOfTest = map[string][]string{
 	"TestStreamRefusalCostsOneItem":                  {ProbeRelayRecvOverLimit, ProbeStreamIsolated},
 	"TestStreamResendIsDeduplicated":                 {ProbeStreamRecvDuplicate},
 	"TestStreamLinkAfterEpochRewind":                 {ProbeStreamEpochRewound},
+	"TestStreamLinkReusedByANewIncarnation":          {ProbeStreamRecvReusedLink},
 	"TestStaleLinkIsRefused":                         {ProbeStreamRecvOlderLink, ProbeStreamStaleRefused, ProbeStreamIsolated},
 	"TestTaskGatesTellCallerRunsFromWorkers":         {ProbeExecCallerRuns, ProbeExecPoolAtMax},
 	"TestTaskPanicIsLoggedAndObserved":               {ProbeExecPanic},

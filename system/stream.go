@@ -330,7 +330,7 @@ func (l *link) open() (*relayStream, error) {
 	l.streams++
 	op := fmt.Sprintf("stream %s ->%s", l.name, l.p.server)
 	ctx, cancel := context.WithCancel(WithLabel(l.n.ctx, op))
-	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, l.n.cfg.ClusterToken, MDOp, l.n.opValue(op), MDAttempt, strconv.Itoa(l.streams))
+	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, l.n.cfg.ClusterToken, MDOp, l.n.opValue(op), MDAttempt, strconv.Itoa(l.streams), MDIncarnation, l.n.incarnation)
 	s, err := relaypb.NewRelayClient(cc).RelayStream(ctx)
 	if err != nil {
 		cancel()
@@ -531,6 +531,16 @@ type linkKey struct {
 type linkSeen struct {
 	epoch, gen uint64
 	seq        uint64
+	// inc is the sender's incarnation (MDIncarnation; "" from a sender
+	// that does not say it).
+	inc string
+}
+
+// reused reports whether l names the same link as cur for another
+// incarnation of its sender: Redis gave both the same epoch (it lost the
+// increments between them), and the link seqs start again.
+func (l linkSeen) reused(cur linkSeen) bool {
+	return l.epoch == cur.epoch && l.gen == cur.gen && l.inc != "" && cur.inc != "" && l.inc != cur.inc
 }
 
 // newer orders links of one key: by the sender's epoch, then generation.
@@ -625,6 +635,8 @@ func (n *Node) claim(key linkKey, l linkSeen, seq uint64) (claimed, linkSeen) {
 	switch {
 	case seen && cur.newer(l):
 		return claimStale, cur
+	case seen && l.reused(cur):
+		n.probe(ProbeStreamRecvReusedLink) // the later incarnation's: new
 	case seen && !l.newer(cur) && seq <= cur.seq:
 		n.probe(ProbeStreamRecvDuplicate)
 		return claimDuplicate, cur
@@ -660,7 +672,7 @@ func (n *Node) rewound(ctx context.Context, key linkKey, l linkSeen) bool {
 func (n *Node) acked(key linkKey, l linkSeen) uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if cur := n.links[key]; cur.epoch == l.epoch && cur.gen == l.gen {
+	if cur := n.links[key]; cur.epoch == l.epoch && cur.gen == l.gen && cur.inc == l.inc {
 		return cur.seq
 	}
 	return 0
@@ -675,6 +687,12 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 	var key linkKey
 	var link linkSeen
 	var processed, dups uint32
+	var inc string
+	if md, ok := metadata.FromIncomingContext(s.Context()); ok {
+		if v := md.Get(MDIncarnation); len(v) > 0 {
+			inc = v[0]
+		}
+	}
 	for {
 		it, err := s.Recv()
 		if err == io.EOF {
@@ -690,6 +708,7 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 		if err != nil {
 			return err
 		}
+		l.inc = inc
 		if processed+dups > 0 && (k != key || l != link) {
 			return status.Errorf(codes.InvalidArgument, "one stream carried items of two links (the second: %s)", it.GetLink())
 		}
