@@ -115,8 +115,11 @@ func Recovery(cfg system.Config) map[model.FaultKind]time.Duration {
 		model.FaultStreamGiveUp:  relay + cfg.CatchUpInterval,
 		model.RecoveryOp:         relay,
 		model.FaultRouteFlush:    cfg.RouteTTL/3 + reconnect,
-		model.FaultVanish:        cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
-		model.FaultSlow:          cfg.CatchUpInterval + reconnect,
+		// A rewind loses the routes written in its window: they come back
+		// at the next refresh, as after a flush.
+		model.FaultRedisRewind: cfg.RouteTTL/3 + reconnect,
+		model.FaultVanish:      cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
+		model.FaultSlow:        cfg.CatchUpInterval + reconnect,
 	}
 }
 

@@ -133,6 +133,10 @@ type Cluster struct {
 	giveUpBudget time.Duration
 	// blipSends numbers the sends blips made (chaos.go).
 	blipSends int
+	// rewindSends numbers the sends Redis rewinds made (panel.go);
+	// rewinding is 1 + the node of the rewind whose snapshot is not yet
+	// restored (0: none).
+	rewindSends, rewinding int
 	// footprintUnknown counts the explored ops taken to touch everything
 	// (exploring.go), by reason.
 	footprintMu      sync.Mutex

@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,8 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	epoch  uint64
+	// incarnation names this process on its relay streams (stream.go).
+	incarnation string
 
 	// stopRefresh ends the refresh loop; Stop ends it before deregistering,
 	// or a heartbeat could publish the node again.
@@ -71,7 +74,8 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	if deps.Redis == nil {
 		return nil, fmt.Errorf("node %s: no redis options", cfg.NodeID)
 	}
-	n := &Node{cfg: cfg, deps: deps, hooks: deps.Hooks, sessions: map[string]*session{}}
+	n := &Node{cfg: cfg, deps: deps, hooks: deps.Hooks, sessions: map[string]*session{},
+		incarnation: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	if n.hooks == nil {
 		n.hooks = noHooks{}
 	}

@@ -25,10 +25,14 @@ type sweepJob struct {
 	// wide runs the job with -alphabet=wide: the sweep's draw for the
 	// seed (sim.SweepAlphabet) when the sweep was given no -alphabet.
 	wide bool
-	hash string
-	ok   bool
-	code int // the run's exit code (exitHarness for a hang or a crash)
-	out  string
+	// rewind runs the job with -max-redis-rewinds=1: the sweep's draw
+	// for the seed (sim.SweepRewinds) when it was given no
+	// -max-redis-rewinds.
+	rewind bool
+	hash   string
+	ok     bool
+	code   int // the run's exit code (exitHarness for a hang or a crash)
+	out    string
 	// summary is the run's typed result (nil when it has none: a crash,
 	// a hang); the sweep reads it, never out, which it keeps for people.
 	summary *runSummary
@@ -140,15 +144,16 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 	sp.nseeds = len(shardSeeds(lo, hi, o.shard))
 	for _, s := range shardSeeds(lo, hi, o.shard) {
 		wide := !set(f.fs, "alphabet") && sim.SweepAlphabet(s) == sim.AlphabetWide
+		rewind := !set(f.fs, "max-redis-rewinds") && sim.SweepRewinds(s)
 		for _, m := range modes {
-			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, wide: wide})
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, wide: wide, rewind: rewind})
 		}
 		if *equiv {
-			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode, wide: wide})
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode, wide: wide, rewind: rewind})
 		}
 		if *churn {
 			for _, m := range modes {
-				sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, churn: true, wide: wide})
+				sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, churn: true, wide: wide, rewind: rewind})
 			}
 		}
 	}
@@ -394,6 +399,9 @@ func (j *sweepJob) args() []string {
 	}
 	if j.wide {
 		args = append(args, "-alphabet=wide")
+	}
+	if j.rewind {
+		args = append(args, "-max-redis-rewinds=1")
 	}
 	return args
 }

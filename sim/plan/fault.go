@@ -43,6 +43,8 @@ type FaultBounds struct {
 	// Blips are short cuts of one link between two nodes, shorter than a
 	// stream writer's give-up budget (blipMax).
 	Blips int
+	// RedisRewinds send Redis back to a snapshot (fault_redisrewind.go).
+	RedisRewinds int
 }
 
 // DefaultBounds is the runner's default.
@@ -63,8 +65,9 @@ type FaultMix struct {
 	Forgeries                                                                        int
 	Steals                                                                           int
 	// RecvBreak is the per-item probability of a recv-break.
-	RecvBreak float64
-	Blips     int
+	RecvBreak    float64
+	Blips        int
+	RedisRewinds int
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a

@@ -100,7 +100,7 @@ type Panel interface {
 // drawn (PlanFaults): a new kind goes last.
 var Registry = []Kind{
 	crash{}, partition{}, pause{}, redisOutage{}, redisSpike{}, routeFlush{}, vanish{}, slow{}, blip{},
-	restart{}, upgrade{}, heal{}, forge{}, steal{},
+	restart{}, upgrade{}, heal{}, forge{}, steal{}, redisRewind{},
 }
 
 // Lookup returns the registered kind named k.
