@@ -21,6 +21,7 @@ func Check(h *History) []Violation {
 		CheckBacklog,
 		CheckRelayMode,
 		CheckStreamBackoff,
+		CheckReplayMemory,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -40,7 +41,7 @@ func Check(h *History) []Violation {
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBadNodeIDs, CheckBacklog, CheckRelayMode, CheckStreamBackoff,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBadNodeIDs, CheckBacklog, CheckRelayMode, CheckStreamBackoff, CheckReplayMemory,
 	} {
 		out = append(out, c(h)...)
 	}

@@ -37,6 +37,10 @@ const (
 	// what it costs is recorded per operation (a relay call it lost, a
 	// relay stream it broke), so that the writer's back-off is judged.
 	FaultBlip FaultKind = "blip"
+	// FaultFlood: a user offline while the other members of one of its
+	// rooms send it a backlog of thousands of messages; it then connects
+	// again and replays them (a client with a long history).
+	FaultFlood FaultKind = "flood"
 )
 
 // Per-operation faults: drawn for one relay call, stream write or Redis
@@ -90,7 +94,7 @@ const (
 
 var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
-	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap, FaultBlip,
+	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap, FaultBlip, FaultFlood,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak, FaultStreamRefused,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,

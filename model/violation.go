@@ -28,12 +28,13 @@ const (
 	PropBacklog         = "bounded-backlog"
 	PropRelayMode       = "relay-mode"
 	PropStreamBackoff   = "stream-backoff"
+	PropReplayMemory    = "bounded-replay-memory"
 )
 
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBadNodeIDs, PropBacklog, PropRelayMode, PropStreamBackoff, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBadNodeIDs, PropBacklog, PropRelayMode, PropStreamBackoff, PropReplayMemory, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it

@@ -125,11 +125,15 @@ type Cluster struct {
 	forcedCuts  int
 	// backlog counts the stream links' backlogs from the wire (backlog.go).
 	backlog backlogCounter
+	// logReads counts the nodes' reads of room logs (logreads.go).
+	logReads logReadCounter
 	// giveUpBudget is how long a link must have been broken before its
 	// writer may give its items up (GiveUpBudget of the nodes' config).
 	giveUpBudget time.Duration
 	// blipSends numbers the sends blips made (chaos.go).
 	blipSends int
+	// floodSends numbers the sends floods made (flood.go).
+	floodSends int
 	// footprintUnknown counts the explored ops taken to touch everything
 	// (exploring.go), by reason.
 	footprintMu      sync.Mutex
@@ -304,6 +308,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	// configuration the harness starts it with (a zero takes the default).
 	d := system.DefaultConfig()
 	c.backlog.configured(sn.id, cmp.Or(cfg.StreamBacklog, d.StreamBacklog), cmp.Or(cfg.RelayAttempts, d.RelayAttempts))
+	c.logReads.configured(sn.id, cmp.Or(cfg.ReplayPage, d.ReplayPage))
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	redisHooks, serverOpts := []redis.Hook{h}, h.serverOptions()
@@ -576,6 +581,7 @@ func (c *Cluster) Snapshot() (*model.History, error) {
 	}
 	h := c.rec.snapshot(pending)
 	h.Links = c.backlog.records()
+	h.LogReads = c.logReads.records()
 	f, err := c.Final()
 	h.Final = f
 	return &h, err

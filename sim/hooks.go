@@ -133,6 +133,7 @@ func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			return err
 		}
 		err := next(ctx, cmd)
+		h.c.logReads.observe(h.node, cmd, h.c.Now())
 		h.lagStop(ctx)
 		return err
 	}

@@ -81,3 +81,5 @@ func (p panel) Do(a Action) { p.c.Do(a) }
 func (p panel) DoNow(a Action) { p.c.doNow(a) }
 
 func (p panel) Forge(f Forgery, by string) { p.c.Forge(f, by) }
+
+func (p panel) Flood(f Fault) { p.c.flood(f) }

@@ -34,7 +34,11 @@ func Run(t *testing.T, cfg Config) *Result {
 func runInBubble(cfg Config, res *Result) {
 	id := "run" + strconv.FormatInt(runs.Add(1), 10)
 	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("relaysim", id)))
-	res.Mix = DrawMix(cfg.Seed.Derive("faults"), cfg.Bounds)
+	bounds := cfg.Bounds
+	if cfg.Alphabet == AlphabetWide {
+		wideBounds(&bounds)
+	}
+	res.Mix = DrawMix(cfg.Seed.Derive("faults"), bounds)
 	if cfg.Mix != nil {
 		res.Mix = *cfg.Mix
 	}
@@ -159,7 +163,7 @@ func (res *Result) finish(c *Cluster, id string) {
 	c.Close()
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
-	c.rec.bounds(func(h *model.History) { h.Links = c.backlog.records() })
+	c.rec.bounds(func(h *model.History) { h.Links, h.LogReads = c.backlog.records(), c.logReads.records() })
 	hist, err := c.rec.finish(final)
 	if err != nil && res.Err == nil {
 		res.Err = fmt.Errorf("write history: %w", err)

@@ -43,6 +43,9 @@ type FaultBounds struct {
 	// Blips are short cuts of one link between two nodes, shorter than a
 	// stream writer's give-up budget (blipMax).
 	Blips int
+	// Floods is the most floods (a user offline while its room gets a
+	// backlog of thousands) per run: 0 by default, a wide run draws up to 1.
+	Floods int
 }
 
 // DefaultBounds is the runner's default.
@@ -65,6 +68,7 @@ type FaultMix struct {
 	// RecvBreak is the per-item probability of a recv-break.
 	RecvBreak float64
 	Blips     int
+	Floods    int
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a
