@@ -22,6 +22,7 @@ func Check(h *History) []Violation {
 		CheckRelayMode,
 		CheckStreamBackoff,
 		CheckReplayMemory,
+		CheckRegistry,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -41,7 +42,7 @@ func Check(h *History) []Violation {
 func CheckPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBadNodeIDs, CheckBacklog, CheckRelayMode, CheckStreamBackoff, CheckReplayMemory,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBadNodeIDs, CheckBacklog, CheckRelayMode, CheckStreamBackoff, CheckReplayMemory, CheckRegistry,
 	} {
 		out = append(out, c(h)...)
 	}

@@ -41,6 +41,10 @@ const (
 	// rooms send it a backlog of thousands of messages; it then connects
 	// again and replays them (a client with a long history).
 	FaultFlood FaultKind = "flood"
+	// FaultSupersede: a node restarted while its old incarnation lives
+	// on, cut off from its peers and clients but not from Redis, and
+	// stops later; it spans until the old one has stopped.
+	FaultSupersede FaultKind = "supersede"
 )
 
 // Per-operation faults: drawn for one relay call, stream write or Redis
@@ -94,7 +98,7 @@ const (
 
 var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
-	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap, FaultBlip, FaultFlood,
+	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap, FaultBlip, FaultFlood, FaultSupersede,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak, FaultStreamRefused,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,

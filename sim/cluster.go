@@ -127,6 +127,8 @@ type Cluster struct {
 	backlog backlogCounter
 	// logReads counts the nodes' reads of room logs (logreads.go).
 	logReads logReadCounter
+	// registry watches the nodes' registry entries (registry.go).
+	registry registryWatch
 	// giveUpBudget is how long a link must have been broken before its
 	// writer may give its items up (GiveUpBudget of the nodes' config).
 	giveUpBudget time.Duration
@@ -134,6 +136,8 @@ type Cluster struct {
 	blipSends int
 	// floodSends numbers the sends floods made (flood.go).
 	floodSends int
+	// lingering are the superseded incarnations still alive (supersede.go).
+	lingering []*lingering
 	// footprintUnknown counts the explored ops taken to touch everything
 	// (exploring.go), by reason.
 	footprintMu      sync.Mutex
@@ -582,6 +586,7 @@ func (c *Cluster) Snapshot() (*model.History, error) {
 	h := c.rec.snapshot(pending)
 	h.Links = c.backlog.records()
 	h.LogReads = c.logReads.records()
+	h.Registry = c.registry.records()
 	f, err := c.Final()
 	h.Final = f
 	return &h, err

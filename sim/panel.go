@@ -83,3 +83,5 @@ func (p panel) DoNow(a Action) { p.c.doNow(a) }
 func (p panel) Forge(f Forgery, by string) { p.c.Forge(f, by) }
 
 func (p panel) Flood(f Fault) { p.c.flood(f) }
+
+func (p panel) Supersede(node int, linger time.Duration) { p.c.Supersede(node, linger) }

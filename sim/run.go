@@ -163,7 +163,9 @@ func (res *Result) finish(c *Cluster, id string) {
 	c.Close()
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
-	c.rec.bounds(func(h *model.History) { h.Links, h.LogReads = c.backlog.records(), c.logReads.records() })
+	c.rec.bounds(func(h *model.History) {
+		h.Links, h.LogReads, h.Registry = c.backlog.records(), c.logReads.records(), c.registry.records()
+	})
 	hist, err := c.rec.finish(final)
 	if err != nil && res.Err == nil {
 		res.Err = fmt.Errorf("write history: %w", err)
@@ -214,6 +216,7 @@ func (c *Cluster) Close() {
 			sn.n.Stop(context.Background())
 		}
 	}
+	c.stopLingering()
 	c.joinKills()
 	c.Redis.Close()
 }

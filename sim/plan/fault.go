@@ -46,6 +46,10 @@ type FaultBounds struct {
 	// Floods is the most floods (a user offline while its room gets a
 	// backlog of thousands) per run: 0 by default, a wide run draws up to 1.
 	Floods int
+	// Supersedes is the most restarts whose old incarnation lives on (cut
+	// off from its peers, not from Redis): 0 by default, a wide run draws
+	// up to 1.
+	Supersedes int
 }
 
 // DefaultBounds is the runner's default.
@@ -66,9 +70,10 @@ type FaultMix struct {
 	Forgeries                                                                        int
 	Steals                                                                           int
 	// RecvBreak is the per-item probability of a recv-break.
-	RecvBreak float64
-	Blips     int
-	Floods    int
+	RecvBreak  float64
+	Blips      int
+	Floods     int
+	Supersedes int
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a

@@ -97,13 +97,16 @@ type Panel interface {
 	// Flood takes f.User offline while its room gets a backlog, and
 	// brings it back on f.Node after f.For.
 	Flood(f Fault)
+	// Supersede restarts node while its old incarnation lives on, cut
+	// off from peers and clients but not from Redis, for linger.
+	Supersede(node int, linger time.Duration)
 }
 
 // Registry lists every timed fault kind, in the order their faults are
 // drawn (PlanFaults): a new kind goes last.
 var Registry = []Kind{
 	crash{}, partition{}, pause{}, redisOutage{}, redisSpike{}, routeFlush{}, vanish{}, slow{}, blip{},
-	restart{}, upgrade{}, heal{}, forge{}, steal{}, flood{},
+	restart{}, upgrade{}, heal{}, forge{}, steal{}, flood{}, supersede{},
 }
 
 // Lookup returns the registered kind named k.
