@@ -125,19 +125,18 @@ type Cluster struct {
 	forcedCuts  int
 	// backlog counts the stream links' backlogs from the wire (backlog.go).
 	backlog backlogCounter
-	// logReads counts the nodes' reads of room logs (logreads.go).
+	// logReads, registry: room-log reads, registry entries (logreads.go, registry.go).
 	logReads logReadCounter
-	// registry watches the nodes' registry entries (registry.go).
 	registry registryWatch
 	// giveUpBudget is how long a link must have been broken before its
 	// writer may give its items up (GiveUpBudget of the nodes' config).
 	giveUpBudget time.Duration
 	// blipSends numbers the sends blips made (chaos.go).
 	blipSends int
-	// floodSends numbers the sends floods made (flood.go).
+	// floodSends numbers the sends floods made (flood.go); lingering are
+	// the superseded incarnations still alive (supersede.go).
 	floodSends int
-	// lingering are the superseded incarnations still alive (supersede.go).
-	lingering []*lingering
+	lingering  []*lingering
 	// footprintUnknown counts the explored ops taken to touch everything
 	// (exploring.go), by reason.
 	footprintMu      sync.Mutex
@@ -585,8 +584,7 @@ func (c *Cluster) Snapshot() (*model.History, error) {
 	}
 	h := c.rec.snapshot(pending)
 	h.Links = c.backlog.records()
-	h.LogReads = c.logReads.records()
-	h.Registry = c.registry.records()
+	h.LogReads, h.Registry = c.logReads.records(), c.registry.records()
 	f, err := c.Final()
 	h.Final = f
 	return &h, err

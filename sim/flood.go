@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim/plan"
 )
 
@@ -26,7 +27,7 @@ func (c *Cluster) flood(f Fault) {
 		return
 	}
 	sort.Strings(rooms)
-	r := c.seeds.faults.Derive("flood").Derive(c.Now().String()).Rand()
+	r := c.seeds.faults.Derive(string(model.FaultFlood)).Derive(c.Now().String()).Rand()
 	room := rooms[r.IntN(len(rooms))]
 	var senders []string
 	for _, u := range members[room] {
