@@ -13,11 +13,13 @@ import (
 // FloodMax messages over For, then it connects again and replays them.
 type flood struct{ noFollow }
 
-// A flood's backlog: longer than any replay page a node is configured
-// with, so a replay that reads the log at once holds thousands of entries.
+// A flood's backlog: 2 to 9 times the default replay page (128), so a
+// replay that reads the log at once holds up to over a thousand entries.
+// Kept below thousands for cost: a flood's sends are the bulk of its
+// run's work (at 500-2000 a wide run cost ~8x a plain one).
 const (
-	FloodMin = 500
-	FloodMax = 2000
+	FloodMin = 300
+	FloodMax = 1200
 )
 
 func (flood) Name() FaultKind { return model.FaultFlood }
