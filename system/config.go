@@ -348,6 +348,9 @@ func (c Config) validate() error {
 	if e.Core < 0 || e.Max < 1 || e.Core > e.Max || e.Queue < 0 {
 		return fmt.Errorf("node %s: bad executor sizes core=%d max=%d queue=%d", c.NodeID, e.Core, e.Max, e.Queue)
 	}
+	if c.ReplayPage < 1 {
+		return fmt.Errorf("node %s: replay page %d: want at least 1 entry", c.NodeID, c.ReplayPage)
+	}
 	return nil
 }
 
