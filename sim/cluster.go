@@ -133,10 +133,10 @@ type Cluster struct {
 	giveUpBudget time.Duration
 	// blipSends numbers the sends blips made (chaos.go).
 	blipSends int
-	// floodSends numbers the sends floods made (flood.go); lingering are
-	// the superseded incarnations still alive (supersede.go).
-	floodSends int
-	lingering  []*lingering
+	// floods are the floods' state (flood.go); lingering are the
+	// superseded incarnations still alive (supersede.go).
+	floods    floodState
+	lingering []*lingering
 	// footprintUnknown counts the explored ops taken to touch everything
 	// (exploring.go), by reason.
 	footprintMu      sync.Mutex

@@ -115,6 +115,7 @@ func runInBubble(cfg Config, res *Result) {
 		c.Do(a)
 	}
 	c.rec.reserveEvents(len(wl.Actions))
+	c.floods.end = cfg.Duration
 	c.StartChaos(res.Faults)
 	c.runSampled(cfg.Duration, cfg.SampleEvery)
 	if err := c.Drain(cfg.Drain, cfg.SampleEvery); err != nil {

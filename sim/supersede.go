@@ -34,10 +34,14 @@ func (c *Cluster) Supersede(i int, linger time.Duration) {
 	old := sn.n
 	in := c.Net.ConnsTo(sn.id)
 	c.Net.CutFrom(sn.tag)
-	sn.up = false
+	// Down and starting while the new one starts, and counted as live
+	// meanwhile (stopping), as in Replace: its peers' connections to it
+	// are not leaks.
+	sn.up, sn.stopping = false, true
 	if err := c.startNode(sn); err != nil {
 		c.Trace.Event(c.Now(), "chaos", "supersede n%d failed: %v", i+1, err)
 	}
+	sn.stopping = false
 	for _, conn := range in {
 		_ = conn.Close()
 	}

@@ -10,7 +10,8 @@ import (
 
 // flood gives a user a long history: the user goes offline while the
 // other members of one of its rooms send it a backlog of FloodMin to
-// FloodMax messages over For, then it connects again and replays them.
+// FloodMax messages, then it connects again and replays them; For spans
+// both (the harness leaves the replay its last 8 s).
 type flood struct{ noFollow }
 
 // A flood's backlog: 2 to 9 times the default replay page (128), so a
@@ -33,7 +34,7 @@ func (flood) Place(r *rand.Rand, at time.Duration, w World) (Fault, bool) {
 	if len(w.Users) == 0 {
 		return Fault{}, false
 	}
-	return Fault{At: at, Kind: model.FaultFlood, User: w.Users[r.IntN(len(w.Users))], Node: r.IntN(w.Nodes), For: Dur(r, 10*time.Second, 30*time.Second)}, true
+	return Fault{At: at, Kind: model.FaultFlood, User: w.Users[r.IntN(len(w.Users))], Node: r.IntN(w.Nodes), For: Dur(r, 15*time.Second, 35*time.Second)}, true
 }
 
 func (flood) Trace(f Fault) string {
