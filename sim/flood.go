@@ -23,6 +23,9 @@ type floodState struct {
 // backlog may take, during which its own live deliveries wait behind it.
 const floodReplay = 8 * time.Second
 
+// floodGap is the shortest gap between two sends of a flood (20 a second).
+const floodGap = 50 * time.Millisecond
+
 // flood gives f.User a long history (plan's flood): it disconnects now,
 // the other members of one of its rooms send FloodMin to FloodMax
 // messages to that room, evenly until it connects again on f.Node,
@@ -59,6 +62,10 @@ func (c *Cluster) flood(f Fault) {
 		}
 	}
 	n := plan.FloodMin + r.IntN(plan.FloodMax-plan.FloodMin+1)
+	// At most one send per floodGap: a steady room, not a burst that
+	// fills the stream links' backlogs (a drawn StreamBacklog may be 24)
+	// and has their relays dropped to the catch-up.
+	n = min(n, int((back-now)/floodGap))
 	sends := make([]Action, n)
 	gap := (back - now) / time.Duration(n+1)
 	for i := range sends {

@@ -34,7 +34,7 @@ func (flood) Place(r *rand.Rand, at time.Duration, w World) (Fault, bool) {
 	if len(w.Users) == 0 {
 		return Fault{}, false
 	}
-	return Fault{At: at, Kind: model.FaultFlood, User: w.Users[r.IntN(len(w.Users))], Node: r.IntN(w.Nodes), For: Dur(r, 15*time.Second, 35*time.Second)}, true
+	return Fault{At: at, Kind: model.FaultFlood, User: w.Users[r.IntN(len(w.Users))], Node: r.IntN(w.Nodes), For: Dur(r, 20*time.Second, 40*time.Second)}, true
 }
 
 func (flood) Trace(f Fault) string {
