@@ -35,7 +35,9 @@ func runInBubble(cfg Config, res *Result) {
 	id := "run" + strconv.FormatInt(runs.Add(1), 10)
 	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("relaysim", id)))
 	bounds := cfg.Bounds
-	if cfg.Alphabet == AlphabetWide {
+	// A run with no fault at all (calm, churn-only, -faults=false) stays
+	// so when wide.
+	if cfg.Alphabet == AlphabetWide && bounds != NoFaults() {
 		wideBounds(&bounds)
 	}
 	res.Mix = DrawMix(cfg.Seed.Derive("faults"), bounds)
