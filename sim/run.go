@@ -37,7 +37,8 @@ func runInBubble(cfg Config, res *Result) {
 	bounds := cfg.Bounds
 	// A run with no fault at all (calm, churn-only, -faults=false) stays
 	// so when wide.
-	if cfg.Alphabet == AlphabetWide && bounds != NoFaults() {
+	wide := cfg.Alphabet == AlphabetWide && bounds != NoFaults()
+	if wide {
 		wideBounds(&bounds)
 	}
 	res.Mix = DrawMix(cfg.Seed.Derive("faults"), bounds)
@@ -92,6 +93,13 @@ func runInBubble(cfg Config, res *Result) {
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Alphabet: cfg.Alphabet, Versions: cfg.startVersions(), Limits: res.Limits,
 		Node: func(nc *system.Config) {
 			nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels
+			if wide {
+				// A small replay page (16-64), so a flood's backlog
+				// (and many plain replays) spans pages: the bound of
+				// bounded-replay-memory within reach, as a drawn
+				// StreamBacklog does for bounded-backlog.
+				nc.ReplayPage = 16 + cfg.Seed.Derive("replay-page").Rand().IntN(49)
+			}
 			if res.StreamBacklog > 0 {
 				nc.StreamBacklog = res.StreamBacklog
 			}
