@@ -23,8 +23,8 @@ type floodState struct {
 // backlog may take, during which its own live deliveries wait behind it.
 const floodReplay = 3 * time.Second
 
-// floodGap is the shortest gap between two sends of a flood (20 a second).
-const floodGap = 50 * time.Millisecond
+// floodGap is the shortest gap between two sends of a flood (10 a second).
+const floodGap = 100 * time.Millisecond
 
 // flood gives f.User a long history (plan's flood): it disconnects now,
 // the other members of one of its rooms send FloodMin to FloodMax
@@ -75,7 +75,7 @@ func (c *Cluster) flood(f Fault) {
 			MsgID: fmt.Sprintf("%s-flood%d", u, c.floods.sends)}
 	}
 	c.doNow(Action{At: now, User: f.User, Kind: ActDisconnect})
-	c.holdUntil(f.User, back, Action{At: back, User: f.User, Kind: ActConnect, Node: f.Node})
+	c.doNow(Action{At: back, User: f.User, Kind: ActConnect, Node: f.Node})
 	stop := c.chaosStop()
 	go func() {
 		for i, a := range sends {
@@ -96,33 +96,4 @@ func (c *Cluster) flood(f Fault) {
 			c.doNow(a)
 		}
 	}()
-}
-
-// holdUntil keeps user's client offline until back: the actions it had
-// queued for before back it does at back, after first (its reconnect),
-// in their order, so that its own workload does not reconnect it in the
-// middle of its flood (and replay the backlog in small pieces).
-func (c *Cluster) holdUntil(user string, back time.Duration, first Action) {
-	cl := c.users[user]
-	if cl == nil {
-		c.doNow(first)
-		return
-	}
-	cl.mu.Lock()
-	now, i := c.Now(), 0
-	for i < len(cl.inbox) && cl.inbox[i].At <= now {
-		i++
-	}
-	for j := i; j < len(cl.inbox) && cl.inbox[j].At < back; j++ {
-		cl.inbox[j].At = back
-	}
-	for i < len(cl.inbox) && cl.inbox[i].At < back {
-		i++
-	}
-	cl.inbox = slices.Insert(cl.inbox, i, first)
-	cl.mu.Unlock()
-	select {
-	case cl.wake <- struct{}{}:
-	default:
-	}
 }
