@@ -38,7 +38,7 @@ const (
 	// relay stream it broke), so that the writer's back-off is judged.
 	FaultBlip FaultKind = "blip"
 	// FaultFlood: a user offline while the other members of one of its
-	// rooms send it a backlog of thousands of messages; it then connects
+	// rooms send it a backlog of messages; it then connects
 	// again and replays them (a client with a long history).
 	FaultFlood FaultKind = "flood"
 	// FaultSupersede: a node restarted while its old incarnation lives

@@ -268,7 +268,7 @@ func (a Alphabet) String() string {
 // wideBounds gives a wide run the wide world's fault kinds, off by
 // default (a bound of 0 draws none; each kind's count is drawn from its
 // own sub-seed, so no other draw moves): up to one flood, a user with a
-// backlog of thousands, and up to one supersede, a restart whose old
+// long backlog, and up to one supersede, a restart whose old
 // incarnation lives on and heartbeats. A bound set by a flag is kept.
 func wideBounds(b *FaultBounds) {
 	if b.Floods == 0 {

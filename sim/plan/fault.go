@@ -44,7 +44,7 @@ type FaultBounds struct {
 	// stream writer's give-up budget (blipMax).
 	Blips int
 	// Floods is the most floods (a user offline while its room gets a
-	// backlog of thousands) per run: 0 by default, a wide run draws up to 1.
+	// backlog) per run: 0 by default, a wide run draws up to 1.
 	Floods int
 	// Supersedes is the most restarts whose old incarnation lives on (cut
 	// off from its peers, not from Redis): 0 by default, a wide run draws

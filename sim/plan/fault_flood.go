@@ -14,10 +14,10 @@ import (
 // both (the harness leaves the replay its last 8 s).
 type flood struct{ noFollow }
 
-// A flood's backlog: 2 to 9 times the default replay page (128), so a
-// replay that reads the log at once holds up to over a thousand entries.
-// Kept below thousands for cost: a flood's sends are the bulk of its
-// run's work (at 500-2000 a wide run cost ~8x a plain one).
+// A flood's drawn backlog, before the harness caps it at 10 sends a
+// second over the time its user is offline inside the fault phase (at
+// most ~70 in the default 10 s phase): a faulted wide run's replay page
+// is 16-64, so the backlog spans pages.
 const (
 	FloodMin = 300
 	FloodMax = 1200
@@ -26,7 +26,7 @@ const (
 func (flood) Name() FaultKind { return model.FaultFlood }
 
 func (flood) Budget() Budget {
-	return Budget{Knob: "flood", Flag: "max-floods", Usage: "most users that go offline while their room gets a backlog of thousands of messages, per run (off by default; a wide run draws up to 1)", MixRank: 17,
+	return Budget{Knob: "flood", Flag: "max-floods", Usage: "most users that go offline while their room gets a backlog of messages, then replay it, per run (off by default; a wide run draws up to 1)", MixRank: 17,
 		Bound: func(b *FaultBounds) *int { return &b.Floods }, Mix: func(m *FaultMix) *int { return &m.Floods }}
 }
 
