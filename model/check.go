@@ -24,6 +24,8 @@ func check(h *History) []Violation {
 		CheckBacklog,
 		CheckRelayMode,
 		CheckStreamBackoff,
+		CheckReplayMemory,
+		CheckRegistry,
 	}
 	var out []Violation
 	for _, c := range checkers {
@@ -45,7 +47,7 @@ func CheckPrefix(h *History) []Violation { return withRewinds(h, checkPrefix) }
 func checkPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBadNodeIDs, CheckBacklog, CheckRelayMode, CheckStreamBackoff,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBadNodeIDs, CheckBacklog, CheckRelayMode, CheckStreamBackoff, CheckReplayMemory, CheckRegistry,
 	} {
 		out = append(out, c(h)...)
 	}

@@ -28,12 +28,14 @@ const (
 	PropBacklog         = "bounded-backlog"
 	PropRelayMode       = "relay-mode"
 	PropStreamBackoff   = "stream-backoff"
+	PropReplayMemory    = "bounded-replay-memory"
+	PropRegistry        = "newest-registration-kept"
 )
 
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBadNodeIDs, PropBacklog, PropRelayMode, PropStreamBackoff, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBadNodeIDs, PropBacklog, PropRelayMode, PropStreamBackoff, PropReplayMemory, PropRegistry, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it

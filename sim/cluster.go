@@ -128,6 +128,9 @@ type Cluster struct {
 	forcedCuts  int
 	// backlog counts the stream links' backlogs from the wire (backlog.go).
 	backlog backlogCounter
+	// logReads, registry: room-log reads, registry entries (logreads.go, registry.go).
+	logReads logReadCounter
+	registry registryWatch
 	// giveUpBudget is how long a link must have been broken before its
 	// writer may give its items up (GiveUpBudget of the nodes' config).
 	giveUpBudget time.Duration
@@ -137,6 +140,10 @@ type Cluster struct {
 	// rewinding is 1 + the node of the rewind whose snapshot is not yet
 	// restored (0: none).
 	rewindSends, rewinding int
+	// floods are the floods' state (flood.go); lingering are the
+	// superseded incarnations still alive (supersede.go).
+	floods    floodState
+	lingering []*lingering
 	// footprintUnknown counts the explored ops taken to touch everything
 	// (exploring.go), by reason.
 	footprintMu      sync.Mutex
@@ -314,6 +321,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	// configuration the harness starts it with (a zero takes the default).
 	d := system.DefaultConfig()
 	c.backlog.configured(sn.id, cmp.Or(cfg.StreamBacklog, d.StreamBacklog), cmp.Or(cfg.RelayAttempts, d.RelayAttempts))
+	c.logReads.configured(sn.id, cmp.Or(cfg.ReplayPage, d.ReplayPage))
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	redisHooks, serverOpts := []redis.Hook{h}, h.serverOptions()
@@ -587,6 +595,7 @@ func (c *Cluster) Snapshot() (*model.History, error) {
 	}
 	h := c.rec.snapshot(pending)
 	h.Links = c.backlog.records()
+	h.LogReads, h.Registry = c.logReads.records(), c.registry.records()
 	f, err := c.Final()
 	h.Final = f
 	return &h, err

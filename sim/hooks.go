@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +34,9 @@ type nodeHooks struct {
 	// each Redis command of its stop.
 	onStop  func()
 	stopLag time.Duration
+	// epoch is the incarnation's epoch, as Redis answered its INCR of the
+	// node's epoch counter (registry.go).
+	epoch atomic.Uint64
 }
 
 var (
@@ -134,7 +138,8 @@ func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(err)
 			return err
 		}
-		err := next(ctx, cmd)
+		err := h.watchRegistry([]redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+		h.c.logReads.observe(h.node, cmd, h.c.Now())
 		h.lagStop(ctx)
 		return err
 	}
@@ -155,7 +160,7 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			}
 			return err
 		}
-		err := next(ctx, cmds)
+		err := h.watchRegistry(cmds, func() error { return next(ctx, cmds) })
 		h.lagStop(ctx)
 		return err
 	}

@@ -189,3 +189,6 @@ func (cl *Client) connectedTo() int {
 	}
 	return -1
 }
+func (p panel) Flood(f Fault) { p.c.flood(f) }
+
+func (p panel) Supersede(node int, linger time.Duration) { p.c.Supersede(node, linger) }

@@ -41,7 +41,8 @@ func planConfigs() map[string]Config {
 	heavy := def
 	heavy.Nodes = 4
 	heavy.Bounds = FaultBounds{Network: 0.2, RedisErrors: 0.1, Crashes: 3, Partitions: 4, Pauses: 3, RedisOutages: 3, RouteFlushes: 3,
-		Vanishes: 5, SlowConsumers: 3, RedisSpikes: 3, Forgeries: 30, Steals: 6, RecvBreaks: 0.5, Blips: 6, RedisRewinds: 2}
+		Vanishes: 5, SlowConsumers: 3, RedisSpikes: 3, Forgeries: 30, Steals: 6, RecvBreaks: 0.5, Blips: 6, RedisRewinds: 2,
+		Floods: 1, Supersedes: 1}
 	return map[string]Config{"default": def, "upgrade": up, "wide": wide, "heavy": heavy}
 }
 

@@ -104,9 +104,10 @@ const (
 	ProbePeerDowngraded   = "peers.downgraded"
 
 	// node.go, directory.go
-	ProbeNodeHeartbeatFailed  = "node.heartbeat-failed"
-	ProbeNodeDeregisterFailed = "node.deregister-failed"
-	ProbeDirDeregisterSpared  = "directory.deregister-spared"
+	ProbeNodeHeartbeatFailed     = "node.heartbeat-failed"
+	ProbeNodeHeartbeatSuperseded = "node.heartbeat-superseded"
+	ProbeNodeDeregisterFailed    = "node.deregister-failed"
+	ProbeDirDeregisterSpared     = "directory.deregister-spared"
 )
 
 // probes is the registry: every probe, in the order of the constants.
@@ -185,6 +186,7 @@ var probes = []ProbeInfo{
 	{ProbePeerDowngraded, "a peer was remembered to speak an older protocol", "peers.go"},
 
 	{ProbeNodeHeartbeatFailed, "a registry heartbeat failed", "node.go"},
+	{ProbeNodeHeartbeatSuperseded, "a heartbeat found a newer incarnation registered under the node's id: the node stopped heartbeating", "node.go"},
 	{ProbeNodeDeregisterFailed, "a stopping node failed to deregister", "node.go"},
 	{ProbeDirDeregisterSpared, "a deregister left the registry entry alone: it no longer named the stopping epoch", "directory.go"},
 }

@@ -75,6 +75,7 @@ var probesOfTest = map[string][]string{
 	"TestUnimplementedFallsBackAndIsRemembered":      {ProbePeerDowngraded, ProbeRelayFallback, ProbeStreamFallback},
 	"TestCrashAndRestart/stream":                     {ProbePeerReplaced, ProbeStreamHandover},
 	"TestDeregisterSparesANewerIncarnation/fixed":    {ProbeDirDeregisterSpared},
+	"TestHeartbeatOfASupersededIncarnation":          {ProbeNodeHeartbeatSuperseded, ProbeDirDeregisterSpared},
 	"TestMembershipWindows/bulk":                     {ProbeSessionOutsideWindow, ProbeChatDuplicateSend},
 	"TestProbeChatRefusals":                          {ProbeChatEmptyPayload, ProbeChatBadName, ProbeChatPayloadOverLimit, ProbeChatUnknownRoom, ProbeChatNotMember},
 }

@@ -45,6 +45,13 @@ type FaultBounds struct {
 	Blips int
 	// RedisRewinds send Redis back to a snapshot (fault_redisrewind.go).
 	RedisRewinds int
+	// Floods is the most floods (a user offline while its room gets a
+	// backlog) per run: 0 by default, a wide run draws up to 1.
+	Floods int
+	// Supersedes is the most restarts whose old incarnation lives on (cut
+	// off from its peers, not from Redis): 0 by default, a wide run draws
+	// up to 1.
+	Supersedes int
 }
 
 // DefaultBounds is the runner's default.
@@ -68,6 +75,8 @@ type FaultMix struct {
 	RecvBreak    float64
 	Blips        int
 	RedisRewinds int
+	Floods       int
+	Supersedes   int
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a

@@ -94,13 +94,19 @@ type Panel interface {
 	Do(a Action)
 	DoNow(a Action)
 	Forge(f Forgery, by string)
+	// Flood takes f.User offline while its room gets a backlog, and
+	// brings it back on f.Node after f.For.
+	Flood(f Fault)
+	// Supersede restarts node while its old incarnation lives on, cut
+	// off from peers and clients but not from Redis, for linger.
+	Supersede(node int, linger time.Duration)
 }
 
 // Registry lists every timed fault kind, in the order their faults are
 // drawn (PlanFaults): a new kind goes last.
 var Registry = []Kind{
 	crash{}, partition{}, pause{}, redisOutage{}, redisSpike{}, routeFlush{}, vanish{}, slow{}, blip{},
-	restart{}, upgrade{}, heal{}, forge{}, steal{}, redisRewind{},
+	restart{}, upgrade{}, heal{}, forge{}, steal{}, redisRewind{}, flood{}, supersede{},
 }
 
 // Lookup returns the registered kind named k.
