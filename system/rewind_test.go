@@ -69,7 +69,8 @@ func TestStaleLinkIsRefused(t *testing.T) {
 
 // rewoundCluster starts n1 (alice) and n2 (bob) in stream mode, has n2
 // see n1's link at epoch 11, then restarts n1 with its epoch counter
-// rewound to 1 (Redis lost the increments): n1 runs at epoch 2.
+// and registry entry rewound to 1 (Redis restored from an older
+// snapshot): n1 runs at epoch 2.
 func rewoundCluster(t *testing.T) (*testCluster, *testUser, *testUser) {
 	c := newCluster(t, ModeStream, 2)
 	c.createRoom("r")
@@ -90,7 +91,11 @@ func rewoundCluster(t *testing.T) (*testCluster, *testUser, *testUser) {
 
 	c.node("n1").Kill()
 	c.settle()
+	// A restore puts back a consistent older state: the epoch counter
+	// and the registry entry it issued (the heartbeat refuses to write
+	// over an entry naming a newer epoch than its own).
 	require.NoError(t, c.rdb.Set(ctx, keyEpoch("n1"), 1, 0).Err())
+	require.NoError(t, c.rdb.HSet(ctx, keyNode("n1"), "epoch", 1).Err())
 	c.startNode("n1")
 	require.Equal(t, uint64(2), c.node("n1").Epoch(), "the epoch went backwards")
 	alice.connect("n1", nil)
