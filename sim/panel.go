@@ -6,7 +6,6 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/relaysim/relaysim/model"
@@ -136,17 +135,10 @@ func (p panel) RedisRestore(int) {
 // from the rewind's own sub-seed, keyed by the time.
 func (p panel) RewindBurst(node int) {
 	c := p.c
-	members := c.rec.members()
-	var rooms []string
-	for room, us := range members {
-		if len(us) > 1 {
-			rooms = append(rooms, room)
-		}
-	}
+	members, rooms := c.sharedRooms()
 	if len(rooms) == 0 {
 		return
 	}
-	sort.Strings(rooms)
 	r := c.seeds.faults.Derive("rewind-burst").Derive(c.Now().String()).Rand()
 	// The room with the most members connected to other nodes: the
 	// burst's relays leave node for as many peers as can be.
