@@ -2,7 +2,10 @@ package model
 
 // Check runs every single-history checker in a fixed order and concatenates
 // their violations. Mode equivalence needs two runs: see CheckModeEquivalence.
-func Check(h *History) []Violation {
+// A history with Redis rewinds is judged as they leave it (rewind.go).
+func Check(h *History) []Violation { return withRewinds(h, check) }
+
+func check(h *History) []Violation {
 	checkers := []func(*History) []Violation{
 		CheckNoLoss,
 		CheckWindows,
@@ -21,6 +24,8 @@ func Check(h *History) []Violation {
 		CheckBacklog,
 		CheckRelayMode,
 		CheckStreamBackoff,
+		CheckReplayMemory,
+		CheckRegistry,
 		CheckIsolation,
 		CheckNoUnfairCut,
 	}
@@ -39,10 +44,12 @@ func Check(h *History) []Violation {
 // still in flight must be in h as events with Err "Pending" (their outcome
 // is unknown). Dispatch task counts, exactly-once and timely delivery are
 // judged after the drain only: a dispatch's tasks may still be queued.
-func CheckPrefix(h *History) []Violation {
+func CheckPrefix(h *History) []Violation { return withRewinds(h, checkPrefix) }
+
+func checkPrefix(h *History) []Violation {
 	var out []Violation
 	for _, c := range []func(*History) []Violation{
-		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBadNodeIDs, CheckBacklog, CheckRelayMode, CheckStreamBackoff,
+		CheckNoLoss, CheckWindows, CheckOrdering, CheckNoStray, CheckNoPanics, CheckForgedRejected, CheckContent, CheckBadNamesRefused, CheckBadNodeIDs, CheckBacklog, CheckRelayMode, CheckStreamBackoff, CheckReplayMemory, CheckRegistry,
 	} {
 		out = append(out, c(h)...)
 	}

@@ -44,6 +44,21 @@ const (
 	// what it costs is recorded per operation (a relay call it lost, a
 	// relay stream it broke), so that the writer's back-off is judged.
 	FaultBlip FaultKind = "blip"
+	// FaultRedisRewind: Redis went back to an older state — a restore
+	// from a snapshot, a failover to a replica missing the last writes.
+	// Its record spans [snapshot, restore]: whatever was written to
+	// Redis in between (messages, seqs, joins and leaves, routes, epochs)
+	// may be gone, and seqs and epochs handed out then are handed out
+	// again after it (rewind.go says what that excuses).
+	FaultRedisRewind FaultKind = "redis-rewind"
+	// FaultFlood: a user offline while the other members of one of its
+	// rooms send it a backlog of messages; it then connects
+	// again and replays them (a client with a long history).
+	FaultFlood FaultKind = "flood"
+	// FaultSupersede: a node restarted while its old incarnation lives
+	// on, cut off from its peers and clients but not from Redis, and
+	// stops later; it spans until the old one has stopped.
+	FaultSupersede FaultKind = "supersede"
 )
 
 // Per-operation faults: drawn for one relay call, stream write or Redis
@@ -97,7 +112,7 @@ const (
 
 var faultKinds = []FaultKind{
 	FaultCrash, FaultRestart, FaultUpgrade, FaultPartition, FaultHeal, FaultPause, FaultRedisOutage,
-	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap, FaultBlip,
+	FaultRedisSpike, FaultRouteFlush, FaultVanish, FaultSlow, FaultForge, FaultSteal, FaultOverlap, FaultBlip, FaultRedisRewind, FaultFlood, FaultSupersede,
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak, FaultStreamRefused,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,

@@ -326,6 +326,13 @@ type History struct {
 	// Links are the relay stream links as the harness counted them on
 	// the wire (bounded-backlog).
 	Links []LinkBacklog
+	// LogReads are the room-log reads each node made, as the harness
+	// counted them at its Redis gate (bounded-replay-memory).
+	LogReads []LogReads
+	// Registry are the commands an incarnation ran on its node's registry
+	// entry while the entry named a newer incarnation, as the harness
+	// watched them (newest-registration-kept).
+	Registry []RegistryWrite
 	// StrictFrom is when the cluster had healed and settled in the
 	// liveness phase (the heal plus a settle time derived from the
 	// configuration): a send invoked from then on is judged for timely

@@ -138,7 +138,12 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	// noExcuse: no injected fault may excuse the send (after the heal, or
 	// in a run with no fault at all); the relay's own refusals still delay.
 	noExcuse := strict || j.h.FaultFree
-	if strict && j.h.ModeAt(send.Node, send.Invoked) == "stream" {
+	// A fault-phase send meets the same stale link when an earlier fault
+	// left it so (the member's node restarted or overlapped, either end
+	// paused or cut off) and nothing has written on it since: that fault
+	// ended before the send's window, so it does not excuse the send, but
+	// the link it left stale delays it by as much.
+	if j.h.ModeAt(send.Node, send.Invoked) == "stream" && (strict || j.staleLinkBefore(send, s.node)) {
 		deadline.t += j.h.StaleLinkDelay
 	}
 	rec := recoveryOf(j.h, FaultStreamBreak)
@@ -230,6 +235,25 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 			s.node, send.Node, broke, rec+bound, late)
 	}
 	return v, true
+}
+
+// staleLinkBefore says whether a timed fault that can leave the relay
+// stream from send's node to node stale (a crash, restart, upgrade or
+// overlapping incarnation of either end, a pause of either, a partition
+// or a blip's lost stream between them) began before send was invoked.
+func (j *judge) staleLinkBefore(send Event, node string) bool {
+	for _, f := range j.h.Faults {
+		if f.From >= send.Invoked {
+			continue
+		}
+		switch f.Kind {
+		case FaultCrash, FaultRestart, FaultUpgrade, FaultOverlap, FaultPause, FaultPartition:
+			if f.touchesNode(node) || f.touchesNode(send.Node) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // firsts answers "when did user first receive (room, seq)" for the judged

@@ -181,6 +181,26 @@ func TestCheckTimely(t *testing.T) {
 			h.Mode, h.StrictFrom, h.StaleLinkDelay = "bulk", time.Second, 500*ms
 			return h
 		}(), "connected on n2, sent after the heal and settle time (t=1s: no fault excuses it), but delivered 500ms after the send was invoked; bound 100ms"},
+		{"a fault-phase stream relay to a node restarted earlier may wait for a stale link's linger", func() *History {
+			h := liveRoom(u1, at(dlv(0, "u2", "r1", 1, "a"), 1500))
+			h.Mode, h.StaleLinkDelay = "stream", 500*ms
+			h.Recovery["restart"] = 300 * ms // over before the send's window
+			h.Faults = []Fault{{From: 200 * ms, To: 200 * ms, Kind: "restart", Nodes: []string{"n2"}}}
+			return h
+		}(), ""},
+		{"not when the earlier fault touched neither end of its link", func() *History {
+			h := liveRoom(u1, at(dlv(0, "u2", "r1", 1, "a"), 1500))
+			h.Mode, h.StaleLinkDelay = "stream", 500*ms
+			h.Recovery["restart"] = 300 * ms // over before the send's window
+			h.Faults = []Fault{{From: 200 * ms, To: 200 * ms, Kind: "restart", Nodes: []string{"n3"}}}
+			return h
+		}(), "connected on n2 with no fault on the path from n1, but delivered 500ms after the send was invoked; bound 100ms"},
+		{"nor when it came after the send", func() *History {
+			h := liveRoom(u1, at(dlv(0, "u2", "r1", 1, "a"), 1500))
+			h.Mode, h.StaleLinkDelay = "stream", 500*ms
+			h.Faults = []Fault{{From: 2 * time.Second, To: 2 * time.Second, Kind: "restart", Nodes: []string{"n2"}}}
+			return h
+		}(), "connected on n2 with no fault on the path from n1, but delivered 500ms after the send was invoked; bound 100ms"},
 		{"a strict send delivered within the bound passes", func() *History {
 			h := liveRoom(u1, u2)
 			h.Faults = []Fault{{From: 200 * ms, To: 900 * ms, Kind: "crash", Nodes: []string{"n2"}}}

@@ -28,6 +28,8 @@ const (
 	PropBacklog         = "bounded-backlog"
 	PropRelayMode       = "relay-mode"
 	PropStreamBackoff   = "stream-backoff"
+	PropReplayMemory    = "bounded-replay-memory"
+	PropRegistry        = "newest-registration-kept"
 	PropIsolation       = "isolation"
 	PropUnfairCut       = "no-unfair-cut"
 )
@@ -35,7 +37,7 @@ const (
 // Properties lists every property name.
 var Properties = []string{
 	PropNoLoss, PropExactlyOnce, PropOrdering, PropNoStray, PropWindows, PropStreamLeak,
-	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBadNodeIDs, PropBacklog, PropRelayMode, PropStreamBackoff, PropIsolation, PropUnfairCut, PropModeEquivalence,
+	PropGoroutineLeak, PropWorkers, PropTimely, PropPanics, PropForged, PropContent, PropBadNames, PropBadNodeIDs, PropBacklog, PropRelayMode, PropStreamBackoff, PropReplayMemory, PropRegistry, PropIsolation, PropUnfairCut, PropModeEquivalence,
 }
 
 // Violation is one broken property with the context a reader needs to find it

@@ -91,9 +91,12 @@ type ExploreReport struct {
 	// Faults counts the schedules that chose at least one fault.
 	Faults int
 	// HorizonCut counts the schedules the horizon cut with work pending
-	// (ops parked, calls in flight): what followed was not explored, so
-	// the search is not exhausted.
-	HorizonCut int
+	// (ops parked, calls in flight, relay timers running): what followed
+	// was not explored, so the search is not exhausted. HorizonCutBy
+	// counts them per kind of work pending (horizonWork): a schedule may
+	// count under several.
+	HorizonCut   int
+	HorizonCutBy map[string]int
 	// BudgetHitBy is BudgetHit per fault class.
 	BudgetHitBy map[string]int
 	// StoppedBy says why the search stopped before it was exhausted:
@@ -307,8 +310,14 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 		if faulted {
 			r.Faults++
 		}
-		if cut {
+		if len(cut) > 0 {
 			r.HorizonCut++
+			if r.HorizonCutBy == nil {
+				r.HorizonCutBy = map[string]int{}
+			}
+			for _, w := range cut {
+				r.HorizonCutBy[w]++
+			}
 		}
 		if len(vs) > 0 {
 			r.Failing++
@@ -360,12 +369,42 @@ func wholeTrace(setup []*datadriven.TestData, steps []exploreStep, mode system.M
 }
 
 // exploreOnce runs one schedule and returns its terminal state and
-// violations; cut reports work pending when the explored window closed (ops parked or
-// calls in flight: Cluster.HorizonPending): what followed was run, not
-// explored.
+// violations; cut reports work pending when the explored window closed (ops parked,
+// calls in flight, relay timers running: horizonWork): what followed was
+// run, not explored.
 func exploreOnce(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions, ex *dst.Explorer) (out string, vs []model.Violation, trace *sim.Trace, faulted, cut bool, h *model.History, err error) {
 	r, err := exploreRun(setup, steps, mode, o, ex)
-	return r.out, r.vs, r.trace, r.faulted, r.cut, r.h, err
+	return r.out, r.vs, r.trace, r.faulted, len(r.cut) > 0, r.h, err
+}
+
+// The kinds of work a horizon may cut (ExploreReport.HorizonCutBy), in
+// the report's order.
+const (
+	cutOps    = "ops parked"
+	cutCalls  = "calls in flight"
+	cutTimers = "relay timers"
+)
+
+var horizonWorkOrder = []string{cutOps, cutCalls, cutTimers}
+
+// horizonWork is the work pending on c when the explored window closes:
+// ops parked and not held, client calls in flight or queued
+// (Cluster.HorizonPending), and the relay's work waiting on its own
+// timers — a retry's or a stream's back-off, a stream's linger
+// (Cluster.HorizonTimers). Empty: nothing the window left was cut.
+func horizonWork(c *sim.Cluster) []string {
+	var w []string
+	ops, calls := c.HorizonPending()
+	if ops > 0 {
+		w = append(w, cutOps)
+	}
+	if calls > 0 {
+		w = append(w, cutCalls)
+	}
+	if c.HorizonTimers() > 0 {
+		w = append(w, cutTimers)
+	}
+	return w
 }
 
 // onceResult is what one schedule ended with: its terminal state and
@@ -377,7 +416,7 @@ type onceResult struct {
 	vs      []model.Violation
 	trace   *sim.Trace
 	faulted bool
-	cut     bool
+	cut     []string // horizonWork
 	h       *model.History
 	unknown map[string]int
 	probes  map[string]int
@@ -405,8 +444,7 @@ func exploreRun(setup []*datadriven.TestData, steps []exploreStep, mode system.M
 		}
 	}
 	c.Sched.RunFor(o.Horizon)
-	ops, calls := c.HorizonPending()
-	cut := ops+calls > 0
+	cut := horizonWork(c)
 	c.DisarmExplore()
 	if err := c.Drain(o.Drain, o.Drain); err != nil {
 		return res, fmt.Errorf("liveness: %w", err)
@@ -494,7 +532,17 @@ func (r *ExploreReport) String() string {
 		fmt.Fprintf(&b, "cut by the depth budget (%d choices): %d\n", o.Depth, r.DepthHit)
 	}
 	if r.HorizonCut > 0 {
-		fmt.Fprintf(&b, "cut by the horizon (%v) with work pending: %d\n", o.Horizon, r.HorizonCut)
+		var by []string
+		for _, w := range horizonWorkOrder {
+			if n := r.HorizonCutBy[w]; n > 0 {
+				by = append(by, fmt.Sprintf("%s %d", w, n))
+			}
+		}
+		fmt.Fprintf(&b, "cut by the horizon (%v) with work pending: %d", o.Horizon, r.HorizonCut)
+		if len(by) > 0 {
+			fmt.Fprintf(&b, " (%s)", strings.Join(by, ", "))
+		}
+		b.WriteString("\n")
 	}
 	switch r.StoppedBy {
 	case "limit":

@@ -247,6 +247,46 @@ send user=u1 room=r1 msg=hi node=n1
 	}
 }
 
+// The relay's own timers count as work pending at the horizon: nothing is
+// parked and no call is in flight while a relay retry or a stream backs
+// off, or a stream lingers open before its ack, yet the story's work goes
+// on when the timer fires. broken-stream-resend at -horizon 0s: the
+// dropped write's resend (stream), the lost request's deadline and retry
+// (single, bulk) and the linger of every stream come after the window;
+// the search says exhausted=no and names the relay timers. It once said
+// yes (max depth 26 in stream, 38 with the resend explored at 3 s).
+func TestExploreHorizonCutsRelayTimers(t *testing.T) {
+	text, err := Story("broken-stream-resend")
+	require.NoError(t, err)
+	for _, mode := range system.Modes {
+		depth := map[time.Duration]int{}
+		for _, horizon := range []time.Duration{0, 3 * time.Second} {
+			t.Run(fmt.Sprintf("%s/%v", mode, horizon), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					o := DefaultExploreOptions()
+					o.Horizon = horizon
+					rs, err := ExploreText(t, "broken-stream-resend", text, mode, o)
+					require.NoError(t, err)
+					require.Len(t, rs, 1)
+					r := rs[0]
+					depth[horizon] = r.MaxDepth
+					if horizon > 0 {
+						assert.Zero(t, r.HorizonCut)
+						assert.True(t, r.Exhausted)
+						assert.NotContains(t, r.String(), "cut by the horizon")
+						return
+					}
+					assert.Positive(t, r.HorizonCutBy[cutTimers], "cut by the horizon: %v", r.HorizonCutBy)
+					assert.False(t, r.Exhausted)
+					assert.Regexp(t, `cut by the horizon \(0s\) with work pending: \d+ \((.*, )?relay timers \d+\)\n`, r.String())
+					assert.Contains(t, r.String(), "exhausted: no,")
+				})
+			})
+		}
+		assert.Less(t, depth[0], depth[3*time.Second], "%s: the window at 0 s stops short of the resend", mode)
+	}
+}
+
 // Ops the Redis classifier could not show are said, with their reasons.
 func TestExploreReportSaysUnknownFootprints(t *testing.T) {
 	r := &ExploreReport{Opts: DefaultExploreOptions(), Terminal: map[string]bool{"x": true},

@@ -96,7 +96,8 @@ func TestStoryConfigRoundTrip(t *testing.T) {
 	odd.OutboxSize, odd.StreamBacklog, odd.StreamLinger, odd.ChannelsPerPeer, odd.SampleEvery = 8, 30, 200*time.Millisecond, 2, 500*time.Millisecond
 	odd.Mixed, odd.Overlap, odd.Versions = 1, 0, []int{1, 3, 2, 3}
 	odd.Bounds = sim.FaultBounds{Network: 0.1, RedisErrors: 0.2, Crashes: 2, Partitions: 3, Pauses: 4, RedisOutages: 5, RouteFlushes: 6,
-		Vanishes: 7, SlowConsumers: 8, RedisSpikes: 9, Forgeries: 10, Steals: 11, RecvBreaks: 0.3, Blips: 12}
+		Vanishes: 7, SlowConsumers: 8, RedisSpikes: 9, Forgeries: 10, Steals: 11, RecvBreaks: 0.3, Blips: 12,
+		Floods: 13, Supersedes: 14}
 	odd.ByArrival, odd.Ungated = true, true
 	cpu, err := sim.CostByName("calibrated")
 	require.NoError(t, err)

@@ -116,8 +116,11 @@ func Recovery(cfg system.Config) map[model.FaultKind]time.Duration {
 		model.FaultStreamGiveUp:  relay + cfg.CatchUpInterval,
 		model.RecoveryOp:         relay,
 		model.FaultRouteFlush:    cfg.RouteTTL/3 + reconnect,
-		model.FaultVanish:        cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
-		model.FaultSlow:          cfg.CatchUpInterval + reconnect,
+		// A rewind loses the routes written in its window: they come back
+		// at the next refresh, as after a flush.
+		model.FaultRedisRewind: cfg.RouteTTL/3 + reconnect,
+		model.FaultVanish:      cfg.StreamKeepAlive + cfg.StreamKeepAliveTimeout + reconnect,
+		model.FaultSlow:        cfg.CatchUpInterval + reconnect,
 		// A stalled client is cut SlowClientAfter after its outbox filled
 		// (the catch-up's wait), sees it once it reads again, and
 		// reconnects: its replay follows.

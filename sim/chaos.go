@@ -64,17 +64,10 @@ func (c *Cluster) Inject(f Fault) {
 // queued while the blip lasts. The draws come from the blip's own
 // sub-seed, keyed by its time.
 func (c *Cluster) blipBurst(f Fault) {
-	members := c.rec.members()
-	var rooms []string
-	for room, us := range members {
-		if len(us) > 1 {
-			rooms = append(rooms, room)
-		}
-	}
+	members, rooms := c.sharedRooms()
 	if len(rooms) == 0 {
 		return
 	}
-	sort.Strings(rooms)
 	r := c.seeds.faults.Derive("blip-burst").Derive(c.Now().String()).Rand()
 	room := rooms[r.IntN(len(rooms))]
 	for _, node := range []int{f.Node, f.Peer} {
@@ -165,4 +158,19 @@ func FlushRoutes(m *miniredis.Miniredis) {
 			m.Del(k)
 		}
 	}
+}
+
+// sharedRooms returns the recorded memberships and, sorted, the rooms
+// with more than one member: where a burst of sends finds someone to
+// relay to.
+func (c *Cluster) sharedRooms() (map[string][]string, []string) {
+	members := c.rec.members()
+	var rooms []string
+	for room, us := range members {
+		if len(us) > 1 {
+			rooms = append(rooms, room)
+		}
+	}
+	sort.Strings(rooms)
+	return members, rooms
 }

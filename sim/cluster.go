@@ -99,6 +99,9 @@ type Cluster struct {
 	coverage coverage
 	// probes counts the code probes the nodes hit (probes.go).
 	probes *probeCounts
+	// timers tracks the relay's timers a story's work waits on, while
+	// exploring (exploretimers.go; nil otherwise).
+	timers *relayTimers
 	seeds  struct{ faults, cost Seed }
 	// stopChaos ends the fault injector (liveness phase).
 	stopChaos chan struct{}
@@ -125,11 +128,22 @@ type Cluster struct {
 	forcedCuts  int
 	// backlog counts the stream links' backlogs from the wire (backlog.go).
 	backlog backlogCounter
+	// logReads, registry: room-log reads, registry entries (logreads.go, registry.go).
+	logReads logReadCounter
+	registry registryWatch
 	// giveUpBudget is how long a link must have been broken before its
 	// writer may give its items up (GiveUpBudget of the nodes' config).
 	giveUpBudget time.Duration
 	// blipSends numbers the sends blips made (chaos.go).
 	blipSends int
+	// rewindSends numbers the sends Redis rewinds made (panel.go);
+	// rewinding is 1 + the node of the rewind whose snapshot is not yet
+	// restored (0: none).
+	rewindSends, rewinding int
+	// floods are the floods' state (flood.go); lingering are the
+	// superseded incarnations still alive (supersede.go).
+	floods    floodState
+	lingering []*lingering
 	// stallBursts numbers the stalls that sent a burst (stall.go).
 	stallBursts int
 	// footprintUnknown counts the explored ops taken to touch everything
@@ -178,6 +192,9 @@ type simNode struct {
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	c := &Cluster{cfg: cfg, Trace: cfg.Trace, Net: memnet.NewNetwork(), users: map[string]*Client{}, runID: cfg.RunID,
 		rec: newRecorder(cfg.Trace, newHistoryOut(cfg.History), cfg.Mode), probes: newProbeCounts()}
+	if cfg.Explorer != nil {
+		c.timers = newRelayTimers()
+	}
 	if c.runID == "" {
 		c.runID = "cluster" + strconv.FormatInt(runs.Add(1), 10)
 	}
@@ -306,6 +323,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	// configuration the harness starts it with (a zero takes the default).
 	d := system.DefaultConfig()
 	c.backlog.configured(sn.id, cmp.Or(cfg.StreamBacklog, d.StreamBacklog), cmp.Or(cfg.RelayAttempts, d.RelayAttempts))
+	c.logReads.configured(sn.id, cmp.Or(cfg.ReplayPage, d.ReplayPage))
 	h := &nodeHooks{c: c, node: sn.id}
 	sn.hooks = h
 	redisHooks, serverOpts := []redis.Hook{h}, h.serverOptions()
@@ -322,7 +340,7 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 		DialOptions:   h.dialOptions(),
 		TargetScheme:  "passthrough",
 		Hooks:         h,
-		Probes:        c.probes.prober(),
+		Probes:        c.prober(),
 	})
 	if err != nil {
 		return err
@@ -349,77 +367,6 @@ func (c *Cluster) startIncarnation(sn *simNode) error {
 	return nil
 }
 
-// Upgrade restarts node i with relay protocol version v, as a rolling
-// upgrade does: the running incarnation stops gracefully (its client
-// streams are closed and its clients reconnect elsewhere), then a new one
-// starts with v. A node that is down comes back with v at its restart. Call
-// it from a gated goroutine (the chaos injector) or through drive.
-func (c *Cluster) Upgrade(i, v int) error { return c.Replace(i, v, nil) }
-
-// Overlap makes a restart overlap incarnations (Replace): Lag holds the
-// stopping incarnation after each Redis command of its stop.
-type Overlap struct{ Lag time.Duration }
-
-// Replace restarts node i gracefully with relay protocol version v (its
-// own for a plain restart). With an overlap, as an orchestrator that starts
-// the new process as soon as it has told the old one to stop, the new
-// incarnation starts once the old one has begun to deregister (its
-// refresh loop has ended and its sessions are closed), while it is still
-// deregistering and draining its calls (held overlap.Lag after each Redis
-// command of its stop); the oracle sees an overlap fault
-// (model.FaultOverlap) from the stop until the new incarnation is up and
-// the old one has stopped.
-func (c *Cluster) Replace(i, v int, overlap *Overlap) error {
-	sn := c.nodes[i]
-	from := sn.protocol
-	sn.protocol = v
-	if !sn.up || sn.starting {
-		c.tell(sn.id, NodeUpgrade{From: from, To: v, AtRestart: true})
-		return nil
-	}
-	c.tell(sn.id, NodeUpgrade{From: from, To: v, Epoch: sn.epoch, Overlap: overlap != nil})
-	kind := model.FaultUpgrade
-	if overlap != nil {
-		kind = model.FaultOverlap
-		c.Stats.Overlaps++
-	}
-	c.rec.fault(model.Fault{From: c.Now(), To: -1, Kind: kind, Nodes: []string{sn.id}})
-	c.notePeak(sn)
-	// Down while it stops, and starting: a crash meanwhile finds it down
-	// and a restart finds it starting, so no second incarnation starts.
-	sn.up, sn.starting, sn.stopping = false, true, true
-	old, oldHooks := sn.n, sn.hooks
-	stop := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), upgradeStopTimeout)
-		old.Stop(ctx)
-		cancel()
-	}
-	c.Stats.Restarts++
-	if overlap == nil {
-		stop()
-		sn.stopping = false
-		return c.startNode(sn)
-	}
-	deregistering, stopped := make(chan struct{}), make(chan struct{})
-	oldHooks.onStop, oldHooks.stopLag = func() { close(deregistering) }, overlap.Lag
-	go func() {
-		defer close(stopped)
-		stop()
-	}()
-	select {
-	case <-deregistering:
-	case <-stopped:
-	}
-	err := c.startNode(sn)
-	<-stopped
-	sn.stopping = false
-	c.rec.endFault(model.FaultOverlap, sn.id, c.Now())
-	return err
-}
-
-// upgradeStopTimeout bounds a graceful stop before the node is cut hard.
-const upgradeStopTimeout = 5 * time.Second
-
 // redisOptions connects go-redis to the in-memory miniredis: no DNS (an IP
 // literal that is never dialled), no maintenance notifications, no identity
 // handshake, no retries (the scheduler must see every attempt), explicit
@@ -439,32 +386,6 @@ func RedisOptions(m *miniredis.Miniredis) *redis.Options {
 		ReadTimeout:     -1,
 		WriteTimeout:    -1,
 	}
-}
-
-// Crash kills node i as a crash would: the incarnation stops at its next
-// gate for good (see cut). It does not wait for the incarnation's
-// goroutines; teardown does.
-func (c *Cluster) Crash(i int) {
-	sn := c.nodes[i]
-	if !sn.up {
-		return
-	}
-	sn.up = false
-	c.Stats.Crashes++
-	c.tell(sn.id, NodeCrash{Epoch: sn.epoch})
-	c.rec.fault(model.Fault{From: c.Now(), To: -1, Kind: model.FaultCrash, Nodes: []string{sn.id}})
-	c.notePeak(sn)
-	c.cut(sn)
-}
-
-// Restart brings a crashed node back with a new epoch.
-func (c *Cluster) Restart(i int) error {
-	sn := c.nodes[i]
-	if sn.up || sn.starting {
-		return nil
-	}
-	c.Stats.Restarts++
-	return c.startNode(sn)
 }
 
 func (c *Cluster) notePeak(sn *simNode) {
@@ -578,6 +499,7 @@ func (c *Cluster) Snapshot() (*model.History, error) {
 	}
 	h := c.rec.snapshot(pending)
 	h.Links = c.backlog.records()
+	h.LogReads, h.Registry = c.logReads.records(), c.registry.records()
 	f, err := c.Final()
 	h.Final = f
 	return &h, err

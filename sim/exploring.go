@@ -171,7 +171,8 @@ func (c *Cluster) ArmExplore() {
 
 // HorizonPending is the story's work still pending when the explored
 // window closes: ops parked and not held (ready, or waiting for a delay
-// or a pause) and clients with a call in flight or actions queued.
+// or a pause) and clients with a call in flight or actions queued. The
+// relay's own timers are HorizonTimers.
 func (c *Cluster) HorizonPending() (ops, calls int) {
 	ops = c.Sched.Pending()
 	for _, cl := range c.userList() {
@@ -183,6 +184,12 @@ func (c *Cluster) HorizonPending() (ops, calls int) {
 	}
 	return ops, calls
 }
+
+// HorizonTimers counts the relay's work waiting on its own timers when
+// the explored window closes (exploretimers.go): relay retries backing
+// off, and stream links backing off before a resend or open until their
+// linger closes them for the ack.
+func (c *Cluster) HorizonTimers() int { return c.timers.pending() }
 
 // DisarmExplore ends the choices at the story's horizon. A crash the
 // explorer fires there runs to its end before DisarmExplore returns: the

@@ -16,6 +16,15 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 	return plan.DrawMix(func(name string) *rand.Rand { return seed.Derive(name).Rand() }, b)
 }
 
+// SweepRewinds is the sweep's draw for a seed it is not told the Redis
+// rewinds of (-max-redis-rewinds): about a third of the seeds run with at
+// most one (plan's redis-rewind, off in the default bounds), from a
+// sub-seed of its own ("redis-rewind-sweep"). The sweep runs every job of
+// such a seed with -max-redis-rewinds=1, and its replay commands say so.
+func SweepRewinds(seed Seed) bool {
+	return seed.Derive("redis-rewind-sweep").Rand().IntN(3) == 0
+}
+
 // PlanFaults places the mix's timed faults inside [start, end). Each kind
 // is placed by its own generator (a sub-seed of seed, from the kind's
 // name), in the registry's order (plan.Registry: Kind.Place), so that the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,6 +34,9 @@ type nodeHooks struct {
 	// each Redis command of its stop.
 	onStop  func()
 	stopLag time.Duration
+	// epoch is the incarnation's epoch, as Redis answered its INCR of the
+	// node's epoch counter (registry.go).
+	epoch atomic.Uint64
 }
 
 var (
@@ -87,6 +91,7 @@ func (h *nodeHooks) Observe(e any) {
 	case system.TaskEvent:
 		c.Trace.Event(c.Now(), e.Node, "submit %s -> %s", e.Label, e.Placement)
 	case system.RelayEvent:
+		c.timers.relayed(e)
 		c.Stats.Relays++
 		res := "ok"
 		if e.Err != nil {
@@ -102,6 +107,7 @@ func (h *nodeHooks) Observe(e any) {
 		}
 		c.tell(e.Node, RelayCall{Mode: mode, Target: e.Target, Room: e.Room, Seq: e.Seq, Recipients: e.Recipients, Attempt: e.Attempt, Result: res})
 	case system.StreamEvent:
+		c.timers.stream(e)
 		switch e.What {
 		case "drop", "fallback", "isolate", "handover":
 			// The writer starts its attempts afresh: so does the
@@ -132,7 +138,8 @@ func (h *nodeHooks) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			cmd.SetErr(err)
 			return err
 		}
-		err := next(ctx, cmd)
+		err := h.watchRegistry([]redis.Cmder{cmd}, func() error { return next(ctx, cmd) })
+		h.c.logReads.observe(h.node, cmd, h.c.Now())
 		h.lagStop(ctx)
 		return err
 	}
@@ -153,7 +160,7 @@ func (h *nodeHooks) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 			}
 			return err
 		}
-		err := next(ctx, cmds)
+		err := h.watchRegistry(cmds, func() error { return next(ctx, cmds) })
 		h.lagStop(ctx)
 		return err
 	}
@@ -417,7 +424,9 @@ func (h *nodeHooks) lost(ctx context.Context, why model.FaultKind, id, target st
 	c := h.c
 	m, _ := system.MessageOf(ctx)
 	c.inject(injection{node: h.node, what: string(why) + " " + id, record: c.opFault(why, m, false, h.node, target)})
+	waited := c.timers.deadline()
 	<-ctx.Done()
+	waited()
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " lost", Touch: c.tNode(h.node)})
 	return status.FromContextError(ctx.Err()).Err()
 }

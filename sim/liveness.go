@@ -85,6 +85,22 @@ func (c *Cluster) afterRecovery(end time.Duration) {
 		}
 	}
 	c.Trace.Event(c.Now(), "chaos", "liveness: %d bursts of sends from t=%v (heal + settle %v), judged with no fault excuse", bursts, from, settle)
+	if c.rec.rewound() {
+		// After a Redis rewind, one more burst through each node: a node
+		// restarted across it runs with an epoch its peers may have seen
+		// exceeded, and its links must carry its messages live again. From
+		// a sub-seed of its own: a run with no rewind draws nothing more.
+		rr := c.cfg.Seed.Derive("recovery-rewind").Rand()
+		for i := range c.nodes {
+			at := from + time.Duration(bursts+i)*recoveryBurstGap
+			room := rooms[rr.IntN(len(rooms))]
+			for k := range 3 + rr.IntN(3) {
+				u := members[room][rr.IntN(len(members[room]))]
+				c.Do(Action{At: at, User: u, Kind: ActSend, Room: room, Node: i, MsgID: fmt.Sprintf("rw%d-%d", i+1, k+1)})
+			}
+		}
+		c.Trace.Event(c.Now(), "chaos", "liveness: after a Redis rewind, a burst through each of the %d nodes", len(c.nodes))
+	}
 }
 
 // recoveryBurstGap separates the liveness phase's bursts.
@@ -101,6 +117,9 @@ func (c *Cluster) Liveness() error {
 	if c.stopChaos != nil {
 		close(c.stopChaos)
 		c.stopChaos = nil
+	}
+	if err := c.finishRewind(); err != nil {
+		return fmt.Errorf("redis-rewind: %w", err)
 	}
 	c.Net.Heal()
 	c.rec.endFault(model.FaultPartition, "", c.Now())

@@ -265,6 +265,20 @@ func (a Alphabet) String() string {
 	return string(a)
 }
 
+// wideBounds gives a wide run the wide world's fault kinds, off by
+// default (a bound of 0 draws none; each kind's count is drawn from its
+// own sub-seed, so no other draw moves): up to one flood, a user with a
+// long backlog, and up to one supersede, a restart whose old
+// incarnation lives on and heartbeats. A bound set by a flag is kept.
+func wideBounds(b *FaultBounds) {
+	if b.Floods == 0 {
+		b.Floods = 1
+	}
+	if b.Supersedes == 0 {
+		b.Supersedes = 1
+	}
+}
+
 // SweepAlphabet is the sweep's draw for a seed it is not told the
 // alphabet of: wide for about half the seeds, from a sub-seed of its own
 // ("alphabet"). The sweep then runs every job of that seed with

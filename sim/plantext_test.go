@@ -41,7 +41,8 @@ func planConfigs() map[string]Config {
 	heavy := def
 	heavy.Nodes = 4
 	heavy.Bounds = FaultBounds{Network: 0.2, RedisErrors: 0.1, Crashes: 3, Partitions: 4, Pauses: 3, RedisOutages: 3, RouteFlushes: 3,
-		Vanishes: 5, SlowConsumers: 3, RedisSpikes: 3, Forgeries: 30, Steals: 6, RecvBreaks: 0.5, Blips: 6}
+		Vanishes: 5, SlowConsumers: 3, RedisSpikes: 3, Forgeries: 30, Steals: 6, RecvBreaks: 0.5, Blips: 6, RedisRewinds: 2,
+		Floods: 1, Supersedes: 1, Stalls: 2}
 	return map[string]Config{"default": def, "upgrade": up, "wide": wide, "heavy": heavy}
 }
 
@@ -81,7 +82,7 @@ func TestPlanTextRoundTrip(t *testing.T) {
 	}
 	t.Logf("%d actions and faults round-tripped", n)
 	for _, k := range plan.ActionKinds() {
-		if k == ActDisconnect || k == ActVanish || k == ActSlow {
+		if k == ActDisconnect || k == ActVanish || k == ActSlow || k == ActStall {
 			continue // made by the fault injector (chaos.go), not planned
 		}
 		assert.True(t, kinds[k], "no plan held a %s action", k)

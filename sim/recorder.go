@@ -199,6 +199,18 @@ func (r *recorder) strictFrom(t time.Duration) {
 	r.hist.StrictFrom = t
 }
 
+// rewound reports whether the run had a Redis rewind.
+func (r *recorder) rewound() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.hist.Faults {
+		if f.Kind == model.FaultRedisRewind {
+			return true
+		}
+	}
+	return false
+}
+
 // liveBound is the timely check's bound (0: unchecked).
 func (r *recorder) liveBound() time.Duration {
 	r.mu.Lock()

@@ -34,7 +34,14 @@ func Run(t *testing.T, cfg Config) *Result {
 func runInBubble(cfg Config, res *Result) {
 	id := "run" + strconv.FormatInt(runs.Add(1), 10)
 	pprof.SetGoroutineLabels(pprof.WithLabels(context.Background(), pprof.Labels("relaysim", id)))
-	res.Mix = DrawMix(cfg.Seed.Derive("faults"), cfg.Bounds)
+	bounds := cfg.Bounds
+	// A run with no fault at all (calm, churn-only, -faults=false) stays
+	// so when wide.
+	wide := cfg.Alphabet == AlphabetWide && bounds != NoFaults()
+	if wide {
+		wideBounds(&bounds)
+	}
+	res.Mix = DrawMix(cfg.Seed.Derive("faults"), bounds)
 	if cfg.Mix != nil {
 		res.Mix = *cfg.Mix
 	}
@@ -86,6 +93,13 @@ func runInBubble(cfg Config, res *Result) {
 		Seed: cfg.Seed, Mode: cfg.Mode, Nodes: cfg.Nodes, Executor: cfg.Executor, Alphabet: cfg.Alphabet, Versions: cfg.startVersions(), Limits: res.Limits,
 		Node: func(nc *system.Config) {
 			nc.OutboxSize, nc.ChannelsPerPeer = cfg.OutboxSize, res.Channels
+			if wide {
+				// A small replay page (16-64), so a flood's backlog
+				// (and many plain replays) spans pages: the bound of
+				// bounded-replay-memory within reach, as a drawn
+				// StreamBacklog does for bounded-backlog.
+				nc.ReplayPage = 16 + cfg.Seed.Derive("replay-page").Rand().IntN(49)
+			}
 			if res.StreamBacklog > 0 {
 				nc.StreamBacklog = res.StreamBacklog
 			}
@@ -111,6 +125,7 @@ func runInBubble(cfg Config, res *Result) {
 		c.Do(a)
 	}
 	c.rec.reserveEvents(len(wl.Actions))
+	c.floods.end = cfg.Duration
 	c.StartChaos(res.Faults)
 	c.runSampled(cfg.Duration, cfg.SampleEvery)
 	if err := c.Drain(cfg.Drain, cfg.SampleEvery); err != nil {
@@ -159,7 +174,9 @@ func (res *Result) finish(c *Cluster, id string) {
 	c.Close()
 	synctest.Wait() // let exiting goroutines finish: what is left is blocked for good
 	final.LeftoverGoroutines = leftovers(id)
-	c.rec.bounds(func(h *model.History) { h.Links = c.backlog.records() })
+	c.rec.bounds(func(h *model.History) {
+		h.Links, h.LogReads, h.Registry = c.backlog.records(), c.logReads.records(), c.registry.records()
+	})
 	hist, err := c.rec.finish(final)
 	if err != nil && res.Err == nil {
 		res.Err = fmt.Errorf("write history: %w", err)
@@ -210,6 +227,7 @@ func (c *Cluster) Close() {
 			sn.n.Stop(context.Background())
 		}
 	}
+	c.stopLingering()
 	c.joinKills()
 	c.Redis.Close()
 }

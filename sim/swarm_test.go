@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -120,4 +121,33 @@ func TestSwarmDrawsChannelsPerPeer(t *testing.T) {
 		assert.LessOrEqual(t, s.OutConns, 3*s.LivePeers, "sample %+v", s)
 	}
 	assert.Greater(t, most, 2, "no node opened more than one connection to a peer")
+}
+
+// A wide run's kinds (wideBounds: flood, supersede) move no other draw:
+// the wide mix and plan, without them, are the plain ones.
+func TestWideBoundsMoveOnlyTheirKinds(t *testing.T) {
+	users := []string{"u01", "u02", "u03", "u04"}
+	floods, supersedes := 0, 0
+	for s := range 200 {
+		seed := Seed(0x31de0000 + s)
+		b := DefaultBounds()
+		base := DrawMix(seed.Derive("faults"), b)
+		wideBounds(&b)
+		wide := DrawMix(seed.Derive("faults"), b)
+		floods += wide.Floods
+		supersedes += wide.Supersedes
+		plain := wide
+		plain.Floods, plain.Supersedes = 0, 0
+		require.Equal(t, base, plain, "seed %s", seed)
+		plan := seed.Derive("faults").Derive("plan")
+		var kept []Fault
+		for _, f := range PlanFaults(plan, wide, 3, users, 200*time.Millisecond, 10*time.Second) {
+			if f.Kind != model.FaultFlood && f.Kind != model.FaultSupersede {
+				kept = append(kept, f)
+			}
+		}
+		require.Equal(t, PlanFaults(plan, base, 3, users, 200*time.Millisecond, 10*time.Second), kept, "seed %s", seed)
+	}
+	assert.Greater(t, floods, 50)
+	assert.Greater(t, supersedes, 50)
 }

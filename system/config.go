@@ -132,6 +132,11 @@ type Config struct {
 	// OutboxSize bounds the deliveries queued for one client; a client that
 	// falls further behind is disconnected and catches up from its cursor.
 	OutboxSize int
+	// ReplayPage bounds the room-log entries a replay, catch-up or gap
+	// fill reads from Redis at once: it reads the log a page at a time and
+	// pushes each page before it reads the next, so what it holds is the
+	// outbox plus one page, whatever the length of the backlog.
+	ReplayPage int
 	// StreamKeepAlive and StreamKeepAliveTimeout make the server ping idle
 	// transports, so a client that vanished without closing its stream is
 	// noticed and its stream closed.
@@ -260,6 +265,7 @@ func DefaultConfig() Config {
 		StreamQueue:            4096,
 		StreamBacklog:          4096,
 		OutboxSize:             1024,
+		ReplayPage:             128,
 		StreamKeepAlive:        10 * time.Second,
 		StreamKeepAliveTimeout: 5 * time.Second,
 		RedisPoolSize:          256,
@@ -294,6 +300,7 @@ func (c Config) withDefaults() Config {
 	setDefault(&c.RelayAttempts, d.RelayAttempts)
 	setDefault(&c.RelayBackoff, d.RelayBackoff)
 	setDefault(&c.OutboxSize, d.OutboxSize)
+	setDefault(&c.ReplayPage, d.ReplayPage)
 	setDefault(&c.Protocol, ProtocolLatest)
 	setDefault(&c.StreamBatch, d.StreamBatch)
 	setDefault(&c.StreamLinger, d.StreamLinger)
@@ -364,6 +371,9 @@ func (c Config) validate() error {
 	e := c.Executor
 	if e.Core < 0 || e.Max < 1 || e.Core > e.Max || e.Queue < 0 {
 		return fmt.Errorf("node %s: bad executor sizes core=%d max=%d queue=%d", c.NodeID, e.Core, e.Max, e.Queue)
+	}
+	if c.ReplayPage < 1 {
+		return fmt.Errorf("node %s: replay page %d: want at least 1 entry", c.NodeID, c.ReplayPage)
 	}
 	return nil
 }

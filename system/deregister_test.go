@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -80,4 +81,49 @@ func TestDeregisterSparesANewerIncarnation(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestHeartbeatOfASupersededIncarnation: during an overlapping restart
+// under one node id, the old incarnation is still alive after the new
+// one registered. Its heartbeat must not put its older epoch back over
+// the new entry (and its compare-and-delete deregister then remove it):
+// it stops heartbeating, and the new incarnation stays registered.
+func TestHeartbeatOfASupersededIncarnation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ModeBulk, 1)
+		old := c.node("n1")
+		next := c.startNode("n1") // registers while the old one still runs
+		require.Greater(t, next.Epoch(), old.Epoch())
+		dir := next.Directory()
+		ctx := context.Background()
+
+		err := dir.Heartbeat(ctx, NodeInfo{ID: "n1", Addr: "n1", Epoch: old.Epoch(), Protocol: ProtocolLatest}, 30*time.Second)
+		assert.ErrorIs(t, err, ErrSuperseded, "the older incarnation's heartbeat is refused")
+		info, err := dir.LookupNode(ctx, "n1")
+		require.NoError(t, err)
+		assert.Equal(t, next.Epoch(), info.Epoch, "the entry still names the new incarnation")
+
+		// Its refresh loop stops heartbeating and says so; its stop
+		// spares the new entry.
+		time.Sleep(11 * time.Second)
+		c.settle()
+		old.Stop(ctx)
+		info, err = dir.LookupNode(ctx, "n1")
+		require.NoError(t, err, "the new incarnation is still registered")
+		assert.Equal(t, next.Epoch(), info.Epoch)
+
+		// After a rewind (Redis restored from an older snapshot) the
+		// stored epoch and the counter are older than the live node's:
+		// it still heartbeats, and the counter is moved past it so the
+		// next incarnation gets a newer epoch than the live one.
+		require.NoError(t, c.rdb.Set(ctx, keyEpoch("n1"), next.Epoch()-1, 0).Err())
+		require.NoError(t, c.rdb.HSet(ctx, keyNode("n1"), "epoch", next.Epoch()-1).Err())
+		require.NoError(t, dir.Heartbeat(ctx, NodeInfo{ID: "n1", Addr: "n1", Epoch: next.Epoch(), Protocol: ProtocolLatest}, 30*time.Second))
+		info, err = dir.LookupNode(ctx, "n1")
+		require.NoError(t, err)
+		assert.Equal(t, next.Epoch(), info.Epoch)
+		issued, err := c.rdb.Get(ctx, keyEpoch("n1")).Uint64()
+		require.NoError(t, err)
+		assert.Equal(t, next.Epoch(), issued)
+	})
 }

@@ -459,15 +459,43 @@ func (d *Directory) Register(ctx context.Context, node, addr string, protocol in
 	return epoch, d.Heartbeat(ctx, NodeInfo{ID: node, Addr: addr, Epoch: epoch, Protocol: protocol}, ttl)
 }
 
-// Heartbeat re-publishes node's registry entry with a fresh TTL.
+// heartbeatScript re-publishes a registry entry (KEYS[1]) unless a newer
+// incarnation of the node registered: the entry names a newer epoch, or
+// the node's epoch counter (KEYS[2]) issued one. ARGV: addr, epoch,
+// protocol, TTL in ms. It compares epochs, never asks them to be equal:
+// after Redis lost writes (restored from an older snapshot, a failover to
+// a replica missing the last ones) the entry and the counter may be older
+// than the live node's epoch, and the node must still heartbeat; then it
+// moves the counter up to its epoch, so the next incarnation is issued a
+// newer one than it. Returns 1, or 0 for a superseded node.
+var heartbeatScript = newScript(`
+local mine = tonumber(ARGV[2])
+local cur = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
+local issued = tonumber(redis.call('GET', KEYS[2]) or '0')
+if cur > mine or issued > mine then return 0 end
+if issued < mine then redis.call('SET', KEYS[2], ARGV[2]) end
+redis.call('HSET', KEYS[1], 'addr', ARGV[1], 'epoch', ARGV[2], 'protocol', ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return 1
+`)
+
+// ErrSuperseded: a heartbeat found a newer incarnation of the node
+// registered (Heartbeat).
+var ErrSuperseded = errors.New("a newer incarnation of the node is registered")
+
+// Heartbeat re-publishes node's registry entry with a fresh TTL, unless a
+// newer incarnation registered under the same id (ErrSuperseded): an
+// older incarnation still alive during an overlapping restart must not
+// put its epoch back over the newer entry (and its compare-and-delete
+// deregister then remove it).
 func (d *Directory) Heartbeat(ctx context.Context, n NodeInfo, ttl time.Duration) error {
-	_, err := d.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, keyNode(n.ID), "addr", n.Addr, "epoch", n.Epoch, "protocol", n.Protocol)
-		p.PExpire(ctx, keyNode(n.ID), ttl)
-		return nil
-	})
+	keys := []string{keyNode(n.ID), keyEpoch(n.ID)}
+	ok, err := heartbeatScript.Run(ctx, d.rdb, keys, n.Addr, strconv.FormatUint(n.Epoch, 10), n.Protocol, ttl.Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("heartbeat %s: %w", n.ID, err)
+	}
+	if ok == 0 {
+		return fmt.Errorf("heartbeat %s epoch %d: %w", n.ID, n.Epoch, ErrSuperseded)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,8 @@ type Node struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	epoch  uint64
+	// incarnation names this process on its relay streams (stream.go).
+	incarnation string
 
 	// stopRefresh ends the refresh loop; Stop ends it before deregistering,
 	// or a heartbeat could publish the node again.
@@ -71,7 +74,8 @@ func New(cfg Config, deps Deps) (*Node, error) {
 	if deps.Redis == nil {
 		return nil, fmt.Errorf("node %s: no redis options", cfg.NodeID)
 	}
-	n := &Node{cfg: cfg, deps: deps, hooks: deps.Hooks, sessions: map[string]*session{}}
+	n := &Node{cfg: cfg, deps: deps, hooks: deps.Hooks, sessions: map[string]*session{},
+		incarnation: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	if n.hooks == nil {
 		n.hooks = noHooks{}
 	}
@@ -307,6 +311,7 @@ func (n *Node) refreshLoop(ctx context.Context) {
 	every := min(n.cfg.RouteTTL, n.cfg.RegistryTTL) / 3
 	t := time.NewTicker(every)
 	defer t.Stop()
+	superseded := false
 	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
@@ -320,7 +325,18 @@ func (n *Node) refreshLoop(ctx context.Context) {
 			sessions[s.user] = s.gen
 		}
 		_ = n.dir.RefreshRoutes(ctx, n.cfg.NodeID, sessions, n.cfg.RouteTTL)
-		if err := n.dir.Heartbeat(ctx, NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: n.epoch, Protocol: n.cfg.Protocol}, n.cfg.RegistryTTL); err != nil {
+		if superseded {
+			continue
+		}
+		err := n.dir.Heartbeat(ctx, NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: n.epoch, Protocol: n.cfg.Protocol}, n.cfg.RegistryTTL)
+		switch {
+		case errors.Is(err, ErrSuperseded):
+			// A newer incarnation registered under this id (an
+			// overlapping restart): its entry is not ours to refresh.
+			superseded = true
+			n.probe(ProbeNodeHeartbeatSuperseded)
+			n.cfg.Logf("relay: node %s epoch %d: a newer incarnation is registered; heartbeat stopped", n.cfg.NodeID, n.epoch)
+		case err != nil:
 			n.probe(ProbeNodeHeartbeatFailed)
 		}
 	}

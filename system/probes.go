@@ -80,21 +80,25 @@ const (
 	ProbeRelayRecvNotLocal    = "relay.recv-not-local"
 
 	// stream.go
-	ProbeStreamBacklogFull   = "stream.refused-backlog-full"
-	ProbeStreamLinkClosed    = "stream.enqueue-link-closed"
-	ProbeStreamBroken        = "stream.broken"
-	ProbeStreamResent        = "stream.resent-after-break"
-	ProbeStreamGaveUp        = "stream.gave-up"
-	ProbeStreamFallback      = "stream.fell-back-to-bulk"
-	ProbeStreamIsolated      = "stream.isolated-refused-item"
-	ProbeStreamHandover      = "stream.handover"
-	ProbeStreamDropStopping  = "stream.dropped-node-stopping"
-	ProbeStreamLingerAck     = "stream.linger-ack"
-	ProbeStreamBatchAck      = "stream.batch-full-ack"
-	ProbeStreamPartialAck    = "stream.partial-ack"
-	ProbeStreamWatchdog      = "stream.write-watchdog-fired"
-	ProbeStreamRecvDuplicate = "stream.recv-duplicate"
-	ProbeStreamRecvOlderLink = "stream.recv-older-link"
+	ProbeStreamBacklogFull    = "stream.refused-backlog-full"
+	ProbeStreamLinkClosed     = "stream.enqueue-link-closed"
+	ProbeStreamBroken         = "stream.broken"
+	ProbeStreamResent         = "stream.resent-after-break"
+	ProbeStreamGaveUp         = "stream.gave-up"
+	ProbeStreamFallback       = "stream.fell-back-to-bulk"
+	ProbeStreamIsolated       = "stream.isolated-refused-item"
+	ProbeStreamHandover       = "stream.handover"
+	ProbeStreamDropStopping   = "stream.dropped-node-stopping"
+	ProbeStreamLingerAck      = "stream.linger-ack"
+	ProbeStreamBatchAck       = "stream.batch-full-ack"
+	ProbeStreamPartialAck     = "stream.partial-ack"
+	ProbeStreamWatchdog       = "stream.write-watchdog-fired"
+	ProbeStreamRecvDuplicate  = "stream.recv-duplicate"
+	ProbeStreamRecvOlderLink  = "stream.recv-older-link"
+	ProbeStreamEpochRewound   = "stream.epoch-rewound"
+	ProbeStreamStaleRefused   = "stream.stale-link-refused"
+	ProbeStreamRecvReusedLink = "stream.recv-reused-link"
+	ProbeStreamEmptyAck       = "stream.empty-ack"
 
 	// peers.go
 	ProbePeerReplaced     = "peers.replaced-by-newer-epoch"
@@ -104,9 +108,10 @@ const (
 	ProbePeerDowngraded   = "peers.downgraded"
 
 	// node.go, directory.go
-	ProbeNodeHeartbeatFailed  = "node.heartbeat-failed"
-	ProbeNodeDeregisterFailed = "node.deregister-failed"
-	ProbeDirDeregisterSpared  = "directory.deregister-spared"
+	ProbeNodeHeartbeatFailed     = "node.heartbeat-failed"
+	ProbeNodeHeartbeatSuperseded = "node.heartbeat-superseded"
+	ProbeNodeDeregisterFailed    = "node.deregister-failed"
+	ProbeDirDeregisterSpared     = "directory.deregister-spared"
 )
 
 // probes is the registry: every probe, in the order of the constants.
@@ -176,7 +181,11 @@ var probes = []ProbeInfo{
 	{ProbeStreamPartialAck, "an ack covered fewer items than the stream carried", "stream.go"},
 	{ProbeStreamWatchdog, "a stream write or ack outlasted RelayTimeout: its watchdog cancelled the stream", "stream.go"},
 	{ProbeStreamRecvDuplicate, "a stream receiver dropped an item it had already processed", "stream.go"},
-	{ProbeStreamRecvOlderLink, "a stream receiver dropped an item of a link older than one it had seen", "stream.go"},
+	{ProbeStreamRecvOlderLink, "a stream receiver refused an item of a link older than one it had seen", "stream.go"},
+	{ProbeStreamEpochRewound, "a stream receiver took a link older than the newest seen: the registry names its sender at that epoch (its epoch went backwards)", "stream.go"},
+	{ProbeStreamStaleRefused, "a receiver refused our link as older than one it had seen: its items were relayed in bulk", "stream.go"},
+	{ProbeStreamRecvReusedLink, "a stream receiver met a link named as one it had seen by another incarnation of its sender (the same epoch): its seqs start again", "stream.go"},
+	{ProbeStreamEmptyAck, "a stream closed cleanly with none of its items acknowledged: a failed attempt", "stream.go"},
 
 	{ProbePeerReplaced, "a peer's newer incarnation replaced the connections to its older one", "peers.go"},
 	{ProbePeerKeptNewer, "a registry read older than the known peer was ignored", "peers.go"},
@@ -185,6 +194,7 @@ var probes = []ProbeInfo{
 	{ProbePeerDowngraded, "a peer was remembered to speak an older protocol", "peers.go"},
 
 	{ProbeNodeHeartbeatFailed, "a registry heartbeat failed", "node.go"},
+	{ProbeNodeHeartbeatSuperseded, "a heartbeat found a newer incarnation registered under the node's id: the node stopped heartbeating", "node.go"},
 	{ProbeNodeDeregisterFailed, "a stopping node failed to deregister", "node.go"},
 	{ProbeDirDeregisterSpared, "a deregister left the registry entry alone: it no longer named the stopping epoch", "directory.go"},
 }

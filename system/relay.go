@@ -22,7 +22,11 @@ const (
 	MDToken   = "x-relay-token"   // the cluster credential
 	MDOp      = "x-op"            // the sender's operation label
 	MDAttempt = "x-relay-attempt" // 1 for the first try
-	MDSession = "x-session"       // Connect's response header: the session is registered
+	// MDIncarnation names the sending process on its relay streams (its
+	// start time): two incarnations that Redis gave the same epoch (it
+	// lost the increments between them) name their links alike.
+	MDIncarnation = "x-relay-incarnation"
+	MDSession     = "x-session" // Connect's response header: the session is registered
 )
 
 // authUnary rejects relay calls that lack the cluster credential.

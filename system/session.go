@@ -290,16 +290,25 @@ func (s *session) fillLocked(ctx context.Context, room string, upto uint64, wait
 		if from > to {
 			continue
 		}
-		entries, err := s.node.dir.Log(ctx, room, from, to)
-		if err != nil {
-			return nil, pushed, fmt.Errorf("fill %s for %s: %w", room, s.user, err)
-		}
-		for _, e := range entries {
-			d := &relaypb.Delivery{Room: room, Seq: e.Seq, MsgId: e.MsgID, Sender: e.Sender, Payload: e.Payload, FromLog: true}
-			if err := s.pushWaitLocked(ctx, d, waitProbe, live); err != nil {
-				return nil, pushed, err
+		// A page at a time: the fill holds one page of the log, never
+		// the whole backlog (a client with a long history).
+		for from <= to {
+			end := min(to, from+uint64(s.node.cfg.ReplayPage)-1)
+			entries, err := s.node.dir.Log(ctx, room, from, end)
+			if err != nil {
+				return nil, pushed, fmt.Errorf("fill %s for %s: %w", room, s.user, err)
 			}
-			pushed++
+			for _, e := range entries {
+				d := &relaypb.Delivery{Room: room, Seq: e.Seq, MsgId: e.MsgID, Sender: e.Sender, Payload: e.Payload, FromLog: true}
+				if err := s.pushWaitLocked(ctx, d, waitProbe, live); err != nil {
+					return nil, pushed, err
+				}
+				pushed++
+			}
+			if uint64(len(entries)) < end-from+1 {
+				break // the log ends before to
+			}
+			from = end + 1
 		}
 	}
 	// Seqs outside every window are skipped, not owed: move past them. The

@@ -2,9 +2,13 @@ package system
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"sync"
 	"testing"
 	"testing/synctest"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -67,5 +71,55 @@ func TestLiveGapFillWaitsForOutboxRoom(t *testing.T) {
 		}
 		assert.Equal(t, []string{"rpc error: code = Canceled desc = stream ended"}, closed,
 			"only the session bob disconnected himself ended")
+	})
+}
+
+// lrangeSizes is a go-redis hook that records the length of every LRANGE
+// reply.
+type lrangeSizes struct {
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (h *lrangeSizes) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *lrangeSizes) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (h *lrangeSizes) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if sc, ok := cmd.(*redis.StringSliceCmd); ok && cmd.Name() == "lrange" {
+			h.mu.Lock()
+			h.sizes = append(h.sizes, len(sc.Val()))
+			h.mu.Unlock()
+		}
+		return err
+	}
+}
+
+// TestReplayReadsTheLogAPageAtATime: a client with a long history
+// replays it a page at a time (Config.ReplayPage), never the whole
+// backlog in one read held for the whole replay; it still gets every
+// entry once, in order.
+func TestReplayReadsTheLogAPageAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reads := &lrangeSizes{}
+		c := newCluster(t, ModeBulk, 1,
+			withConfig(func(cfg *Config) { cfg.OutboxSize, cfg.ReplayPage = 4, 8 }),
+			withDeps(func(_ string, d *Deps) { d.RedisHooks = append(d.RedisHooks, reads) }))
+		c.createRoom("r")
+		bob := c.connect("bob", "n1")
+		bob.join("r")
+		bob.disconnect()
+		for i := 1; i <= 50; i++ {
+			c.appendOnly("r", "bob", fmt.Sprintf("m%d", i))
+		}
+		bob.connect("n1", nil)
+		c.settle()
+		assert.Equal(t, seqRange(1, 50), bob.seqs("r"))
+		reads.mu.Lock()
+		defer reads.mu.Unlock()
+		require.NotEmpty(t, reads.sizes)
+		assert.LessOrEqual(t, slices.Max(reads.sizes), 8, "no read of the log holds more than a page")
 	})
 }

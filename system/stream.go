@@ -297,8 +297,13 @@ func (l *link) step(cur *relayStream) (*relayStream, bool, error) {
 		}
 		cur.written++
 	}
-	if cur.written >= l.n.cfg.StreamBatch || lingered(cur) {
-		if cur.written >= l.n.cfg.StreamBatch {
+	// A stream holding the link's whole backlog bound closes for its ack
+	// too: until that ack the link refuses every relay (enqueue), so with
+	// StreamBacklog below StreamBatch waiting for the linger would hold
+	// the link's traffic back for the linger on every batch.
+	full := cur.written >= min(l.n.cfg.StreamBatch, l.n.cfg.StreamBacklog)
+	if full || lingered(cur) {
+		if full {
 			l.n.probe(ProbeStreamBatchAck)
 		} else {
 			l.n.probe(ProbeStreamLingerAck)
@@ -330,7 +335,7 @@ func (l *link) open() (*relayStream, error) {
 	l.streams++
 	op := fmt.Sprintf("stream %s ->%s", l.name, l.p.server)
 	ctx, cancel := context.WithCancel(WithLabel(l.n.ctx, op))
-	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, l.n.cfg.ClusterToken, MDOp, l.n.opValue(op), MDAttempt, strconv.Itoa(l.streams))
+	ctx = metadata.AppendToOutgoingContext(ctx, MDToken, l.n.cfg.ClusterToken, MDOp, l.n.opValue(op), MDAttempt, strconv.Itoa(l.streams), MDIncarnation, l.n.incarnation)
 	s, err := relaypb.NewRelayClient(cc).RelayStream(ctx)
 	if err != nil {
 		cancel()
@@ -370,7 +375,7 @@ func (l *link) ack(cur *relayStream) error {
 	if err != nil {
 		return &attemptError{epoch: l.p.epoch, err: fmt.Errorf("close %s: %w", l.name, err)}
 	}
-	i := 0
+	held, i := len(l.unacked), 0
 	for i < len(l.unacked) && l.unacked[i].LinkSeq <= resp.Acked {
 		i++
 	}
@@ -380,6 +385,9 @@ func (l *link) ack(cur *relayStream) error {
 	l.unacked = append([]*relaypb.RelayStreamItem(nil), l.unacked[i:]...)
 	l.setHeld()
 	l.n.hooks.Observe(StreamEvent{Node: l.n.cfg.NodeID, Target: l.p.server, Link: l.name, What: "ack", Items: cur.written, Acked: resp.Acked})
+	if err := l.n.emptyAck(l.name, min(cur.written, held), i); err != nil {
+		return &attemptError{epoch: l.p.epoch, err: err}
+	}
 	return nil
 }
 
@@ -414,6 +422,21 @@ func (l *link) giveUp(err error, failures int) bool {
 	}
 	if l.isClosed() {
 		return true // the writer hands over and exits at its next turn
+	}
+	if staleLink(err) {
+		// The receiver has seen a newer link of this node than ours, and
+		// the registry does not name us at our epoch: we are an older
+		// incarnation (still stopping) or an older generation (handed
+		// over). Relay the items in bulk, which names no link.
+		n.probe(ProbeStreamStaleRefused)
+	}
+	if errors.Is(err, errNothingAcked) && failures >= n.cfg.RelayAttempts {
+		// A receiver that closed our streams cleanly acknowledging
+		// nothing, every attempt (an older node that skips the items of a
+		// link older than one it saw, without refusing it): relayed again
+		// in bulk, not dropped.
+		l.isolate(err)
+		return true
 	}
 	if retryable(err) && failures < n.cfg.RelayAttempts {
 		return false
@@ -513,6 +536,16 @@ type linkKey struct {
 type linkSeen struct {
 	epoch, gen uint64
 	seq        uint64
+	// inc is the sender's incarnation (MDIncarnation; "" from a sender
+	// that does not say it).
+	inc string
+}
+
+// reused reports whether l names the same link as cur for another
+// incarnation of its sender: Redis gave both the same epoch (it lost the
+// increments between them), and the link seqs start again.
+func (l linkSeen) reused(cur linkSeen) bool {
+	return l.epoch == cur.epoch && l.gen == cur.gen && l.inc != "" && cur.inc != "" && l.inc != cur.inc
 }
 
 // newer orders links of one key: by the sender's epoch, then generation.
@@ -537,10 +570,67 @@ func parseLink(s string) (linkKey, linkSeen, error) {
 	return linkKey{origin: s[:at], ch: s[hash+1:]}, linkSeen{epoch: epoch, gen: gen}, nil
 }
 
-// claim reports whether the item at seq of link l is new, and records it as
-// processed. An item of an older link than the newest seen on its key is
-// never new: its sender has moved on and handed it over.
-func (n *Node) claim(key linkKey, l linkSeen, seq uint64) bool {
+// claimed is what the receiver makes of a stream item (claim).
+type claimed int
+
+const (
+	claimNew       claimed = iota // not processed yet: deliver it
+	claimDuplicate                // processed already (a resend): skip it
+	claimStale                    // of a link older than the newest seen: refuse the stream
+)
+
+// --- links older than the newest seen (issue 30, bug 5) ---
+//
+// A sender's link is named by its epoch, which Redis gives it. After a
+// Redis restore from an older snapshot, or a failover that lost the last
+// epoch increments, a restarted sender gets an epoch below one its
+// receivers have seen. Its items are then never new to them. Both ends
+// must notice, or the link livelocks (the receiver skipping every item
+// and acknowledging nothing, the writer rewriting them forever):
+// the receiver refuses a stale link's stream (errStaleLink), and the
+// writer counts a clean close that acknowledged nothing as a failed
+// attempt (emptyAck), so that an older receiver that skips silently
+// costs it its attempts, after which it relays the items in bulk.
+
+// staleLinkMsg is in the status message of a stale link's refusal
+// (InvalidArgument: a sender of any version isolates the stream's items
+// and relays them in bulk; FailedPrecondition would make an older sender
+// forget the peer and hand the items over to a new link at once, over and
+// over).
+const staleLinkMsg = "stale link epoch"
+
+// errStaleLink is the receiver's refusal of an item of link l, older
+// than cur, the newest it has seen of the same sender and channel.
+func errStaleLink(link string, cur linkSeen) error {
+	return status.Errorf(codes.InvalidArgument, "%s: %s is older than epoch %d generation %d of its sender, seen here", staleLinkMsg, link, cur.epoch, cur.gen)
+}
+
+// staleLink reports whether err is (or wraps) a receiver's refusal of a
+// stale link.
+func staleLink(err error) bool {
+	s, ok := status.FromError(err)
+	return ok && s.Code() == codes.InvalidArgument && strings.Contains(s.Message(), staleLinkMsg)
+}
+
+// errNothingAcked is a stream the receiver closed cleanly with nothing
+// acknowledged of the items written on it (Aborted: retried).
+var errNothingAcked = errors.New("nothing acknowledged")
+
+// emptyAck judges a clean close: a stream that carried items (written)
+// and whose ack covered none of them (acked) failed.
+func (n *Node) emptyAck(link string, written, acked int) error {
+	if written == 0 || acked > 0 {
+		return nil
+	}
+	n.probe(ProbeStreamEmptyAck)
+	return errors.Join(errNothingAcked, status.Errorf(codes.Aborted, "close %s: the receiver acknowledged none of %d items", link, written))
+}
+
+// claim says whether the item at seq of link l is new (and then records
+// it as processed), a duplicate, or of a link older than the newest seen
+// on its key: its sender moved on (handed it over, or restarted), or its
+// sender's epoch went backwards.
+func (n *Node) claim(key linkKey, l linkSeen, seq uint64) (claimed, linkSeen) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.links == nil {
@@ -549,13 +639,36 @@ func (n *Node) claim(key linkKey, l linkSeen, seq uint64) bool {
 	cur, seen := n.links[key]
 	switch {
 	case seen && cur.newer(l):
-		n.probe(ProbeStreamRecvOlderLink)
-		return false
+		return claimStale, cur
+	case seen && l.reused(cur):
+		n.probe(ProbeStreamRecvReusedLink) // the later incarnation's: new
 	case seen && !l.newer(cur) && seq <= cur.seq:
 		n.probe(ProbeStreamRecvDuplicate)
-		return false
+		return claimDuplicate, cur
 	}
 	l.seq = seq
+	n.links[key] = l
+	return claimNew, l
+}
+
+// rewound settles a link l older than the newest seen on its key: if the
+// registry names its sender at l's epoch, the sender's epoch went
+// backwards (the newer link was its predecessor's, before Redis lost
+// their increments) and l becomes the newest seen, so that its items are
+// new again. It reports whether it did. Otherwise l is an older
+// incarnation's or generation's, and is refused. One registry read per
+// stream that starts on an older link.
+func (n *Node) rewound(ctx context.Context, key linkKey, l linkSeen) bool {
+	info, err := n.dir.LookupNode(WithLabel(ctx, fmt.Sprintf("recv stream %s@%d.%d#%s registry", key.origin, l.epoch, l.gen, key.ch)), key.origin)
+	if err != nil || info.Epoch != l.epoch {
+		return false
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if cur := n.links[key]; !cur.newer(l) {
+		return true // settled meanwhile
+	}
+	n.probe(ProbeStreamEpochRewound)
 	n.links[key] = l
 	return true
 }
@@ -564,7 +677,7 @@ func (n *Node) claim(key linkKey, l linkSeen, seq uint64) bool {
 func (n *Node) acked(key linkKey, l linkSeen) uint64 {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if cur := n.links[key]; cur.epoch == l.epoch && cur.gen == l.gen {
+	if cur := n.links[key]; cur.epoch == l.epoch && cur.gen == l.gen && cur.inc == l.inc {
 		return cur.seq
 	}
 	return 0
@@ -579,6 +692,12 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 	var key linkKey
 	var link linkSeen
 	var processed, dups uint32
+	var inc string
+	if md, ok := metadata.FromIncomingContext(s.Context()); ok {
+		if v := md.Get(MDIncarnation); len(v) > 0 {
+			inc = v[0]
+		}
+	}
 	for {
 		it, err := s.Recv()
 		if err == io.EOF {
@@ -594,6 +713,7 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 		if err != nil {
 			return err
 		}
+		l.inc = inc
 		if processed+dups > 0 && (k != key || l != link) {
 			return status.Errorf(codes.InvalidArgument, "one stream carried items of two links (the second: %s)", it.GetLink())
 		}
@@ -603,7 +723,15 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 				return err
 			}
 		}
-		if !n.claim(key, link, it.LinkSeq) {
+		v, cur := n.claim(key, link, it.LinkSeq)
+		if v == claimStale && n.rewound(s.Context(), key, link) {
+			v, cur = n.claim(key, link, it.LinkSeq)
+		}
+		switch v {
+		case claimStale:
+			n.probe(ProbeStreamRecvOlderLink)
+			return errStaleLink(it.GetLink(), cur)
+		case claimDuplicate:
 			dups++
 			continue
 		}

@@ -116,3 +116,35 @@ func TestStreamLinkBacklogIsBounded(t *testing.T) {
 		assert.Equal(t, 30-bound, full, "every relay over the bound is refused")
 	})
 }
+
+// TestStreamLinkFullBacklogClosesForItsAck: a link whose stream holds
+// StreamBacklog items closes it for the ack at once, as a full batch
+// does. A link that waited for the linger instead would refuse every
+// relay meanwhile (its backlog is at the bound), and with StreamBacklog
+// below StreamBatch each batch would cost the linger and the refused
+// relays' recipients a catch-up.
+func TestStreamLinkFullBacklogClosesForItsAck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ModeStream, 2, withConfig(func(cfg *Config) {
+			cfg.StreamBacklog = 2
+			cfg.StreamLinger = 5 * time.Second
+		}))
+		c.createRoom("r")
+		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
+		alice.join("r")
+		bob.join("r")
+		start := time.Now()
+		for i := 1; i <= 6; i++ {
+			alice.send("r", fmt.Sprintf("m%d", i), "x")
+			c.settle()
+		}
+		for _, e := range c.rec.relaysTo("n1", "n2") {
+			assert.NoError(t, e.Err, "no relay refused for a full backlog")
+		}
+		assert.Equal(t, []uint64{1, 2, 3, 4, 5, 6}, bob.seqs("r"))
+		assert.Less(t, time.Since(start), 5*time.Second, "delivered without waiting for a linger")
+		for _, d := range bob.deliveries() {
+			assert.False(t, d.FromLog, "seq %d delivered live", d.Seq)
+		}
+	})
+}

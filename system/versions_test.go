@@ -147,10 +147,15 @@ func TestStreamResendIsDeduplicated(t *testing.T) {
 
 		// An older incarnation of the sender is never new once a newer one
 		// was seen.
-		require.True(t, c.node("n2").claim(linkKey{"n9", "0"}, linkSeen{epoch: 1, gen: 2}, 1), "a new link generation starts again at 1")
-		assert.False(t, c.node("n2").claim(linkKey{"n9", "0"}, linkSeen{epoch: 1, gen: 1}, 7), "an older generation")
-		require.True(t, c.node("n2").claim(linkKey{"n9", "0"}, linkSeen{epoch: 2, gen: 1}, 1), "a new incarnation")
-		assert.False(t, c.node("n2").claim(linkKey{"n9", "0"}, linkSeen{epoch: 1, gen: 3}, 9), "an older incarnation")
+		claim := func(l linkSeen, seq uint64) claimed {
+			v, _ := c.node("n2").claim(linkKey{"n9", "0"}, l, seq)
+			return v
+		}
+		require.Equal(t, claimNew, claim(linkSeen{epoch: 1, gen: 2}, 1), "a new link generation starts again at 1")
+		assert.Equal(t, claimStale, claim(linkSeen{epoch: 1, gen: 1}, 7), "an older generation")
+		require.Equal(t, claimNew, claim(linkSeen{epoch: 2, gen: 1}, 1), "a new incarnation")
+		assert.Equal(t, claimStale, claim(linkSeen{epoch: 1, gen: 3}, 9), "an older incarnation")
+		assert.Equal(t, claimDuplicate, claim(linkSeen{epoch: 2, gen: 1}, 1), "a resend")
 		_, _, err := parseLink("n9@1#0")
 		assert.Equal(t, codes.InvalidArgument, status.Code(err))
 	})

@@ -167,7 +167,7 @@ func TestCoverBuildsRunWritesData(t *testing.T) {
 	dir := t.TempDir()
 	code, out, stderr := runCover(t, "run", "-seed", "0x2a", "-mode", "bulk", "-cover", dir)
 	require.Equal(t, exitOK, code, "%s\n%s", out, stderr)
-	assert.True(t, strings.HasSuffix(out, "trace-hash: dd2bd46c5fbecf30b958a04a314b4260\n"), out)
+	assert.True(t, strings.HasSuffix(out, "trace-hash: 9b4d7547307b3f0de5cb7f95fcbcda91\n"), out)
 	line := coverOf(t, out)
 	assert.NotEqual(t, "cover: system 0.0% of statements", line)
 	for _, f := range []string{coverOut, uncoveredTxt, coverHTML} {

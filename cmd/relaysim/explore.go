@@ -311,6 +311,10 @@ type cutJSON struct {
 	Budgets map[string]int `json:"budgets"`
 	Depth   int            `json:"depth"`
 	Horizon int            `json:"horizon"`
+	// HorizonBy counts the horizon's schedules per work pending
+	// (ops_parked, calls_in_flight, relay_timers); one may count under
+	// several.
+	HorizonBy map[string]int `json:"horizon_by,omitempty"`
 }
 
 // searchLabel names the i-th report of all in the summary: its mode,
@@ -347,9 +351,16 @@ func searchOf(label string, r *scenarios.ExploreReport) searchJSON {
 	for k, v := range r.BudgetHitBy {
 		cut[k] = v
 	}
+	var horizonBy map[string]int
+	for k, v := range r.HorizonCutBy {
+		if horizonBy == nil {
+			horizonBy = map[string]int{}
+		}
+		horizonBy[strings.ReplaceAll(k, " ", "_")] = v
+	}
 	return searchJSON{Search: label, Bound: bound, Budgets: budgets, Horizon: o.Horizon.String(), Depth: o.Depth, Limit: o.Limit,
 		Schedules: r.Schedules, Terminal: len(r.Terminal), MaxDepth: r.MaxDepth, Exhausted: r.Exhausted,
-		Cut: cutJSON{Bound: r.BoundHit, Budgets: cut, Depth: r.DepthHit, Horizon: r.HorizonCut}, StoppedBy: r.StoppedBy, Overridden: r.Overridden,
+		Cut: cutJSON{Bound: r.BoundHit, Budgets: cut, Depth: r.DepthHit, Horizon: r.HorizonCut, HorizonBy: horizonBy}, StoppedBy: r.StoppedBy, Overridden: r.Overridden,
 		Probes: maps.Collect(maps.All(r.Probes))}
 }
 

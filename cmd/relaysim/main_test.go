@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -135,9 +136,14 @@ func TestRunPrintsStableTraceHash(t *testing.T) {
 	// prints what the command run alone prints: the same trace hashes.
 	worker, alone := junitHashes(t, filepath.Join(dir, "w.xml")), junitHashes(t, filepath.Join(dir, "p.xml"))
 	assert.Equal(t, worker["seed=0x2 mode=bulk"], alone["seed=0x2 mode=bulk"])
+	// The sweep draws a Redis rewind for seed 0x2 (sim.SweepRewinds):
+	// its replay command names the flag, and so does the run alone.
+	w, err := os.ReadFile(filepath.Join(dir, "w.xml"))
+	require.NoError(t, err)
+	require.Contains(t, string(w), "replay -seed 0x2 -mode single -max-redis-rewinds=1 ")
 	for name, args := range map[string][]string{
-		"seed=0x2 mode=single": {"run", "-seed", "0x2", "-mode", "single"},
-		"seed=0x2 mode=equiv":  {"equiv", "-seed", "0x2"},
+		"seed=0x2 mode=single": {"run", "-seed", "0x2", "-mode", "single", "-max-redis-rewinds=1"},
+		"seed=0x2 mode=equiv":  {"equiv", "-seed", "0x2", "-max-redis-rewinds=1"},
 	} {
 		want := lastLine(t, bin, args...)
 		_, want, _ = strings.Cut(want, ": ")

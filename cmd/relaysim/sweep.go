@@ -28,10 +28,14 @@ type sweepJob struct {
 	// stall runs the job with -max-stalls (sim.SweepStall) when the
 	// sweep was given no -max-stalls.
 	stall bool
-	hash  string
-	ok    bool
-	code  int // the run's exit code (exitHarness for a hang or a crash)
-	out   string
+	// rewind runs the job with -max-redis-rewinds=1: the sweep's draw
+	// for the seed (sim.SweepRewinds) when it was given no
+	// -max-redis-rewinds.
+	rewind bool
+	hash   string
+	ok     bool
+	code   int // the run's exit code (exitHarness for a hang or a crash)
+	out    string
 	// summary is the run's typed result (nil when it has none: a crash,
 	// a hang); the sweep reads it, never out, which it keeps for people.
 	summary *runSummary
@@ -144,15 +148,16 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 	for _, s := range shardSeeds(lo, hi, o.shard) {
 		wide := !set(f.fs, "alphabet") && sim.SweepAlphabet(s) == sim.AlphabetWide
 		stall := !set(f.fs, "max-stalls") && sim.SweepStall(s)
+		rewind := !set(f.fs, "max-redis-rewinds") && sim.SweepRewinds(s)
 		for _, m := range modes {
-			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, wide: wide, stall: stall})
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, wide: wide, stall: stall, rewind: rewind})
 		}
 		if *equiv {
-			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode, wide: wide})
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode, wide: wide, rewind: rewind})
 		}
 		if *churn {
 			for _, m := range modes {
-				sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, churn: true, wide: wide})
+				sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, churn: true, wide: wide, rewind: rewind})
 			}
 		}
 	}
@@ -401,6 +406,9 @@ func (j *sweepJob) args() []string {
 	}
 	if j.stall {
 		args = append(args, fmt.Sprintf("-max-stalls=%d", sim.StallBound))
+	}
+	if j.rewind {
+		args = append(args, "-max-redis-rewinds=1")
 	}
 	return args
 }

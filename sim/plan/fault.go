@@ -43,6 +43,15 @@ type FaultBounds struct {
 	// Blips are short cuts of one link between two nodes, shorter than a
 	// stream writer's give-up budget (blipMax).
 	Blips int
+	// RedisRewinds send Redis back to a snapshot (fault_redisrewind.go).
+	RedisRewinds int
+	// Floods is the most floods (a user offline while its room gets a
+	// backlog) per run: 0 by default, a wide run draws up to 1.
+	Floods int
+	// Supersedes is the most restarts whose old incarnation lives on (cut
+	// off from its peers, not from Redis): 0 by default, a wide run draws
+	// up to 1.
+	Supersedes int
 	// Stalls are clients that stop reading with their connection up
 	// (fault_stall.go): 0 by default, so that no default seed moves; the
 	// sweep's stall world (sim.SweepStall) turns them on.
@@ -67,9 +76,12 @@ type FaultMix struct {
 	Forgeries                                                                        int
 	Steals                                                                           int
 	// RecvBreak is the per-item probability of a recv-break.
-	RecvBreak float64
-	Blips     int
-	Stalls    int
+	RecvBreak    float64
+	Blips        int
+	RedisRewinds int
+	Floods       int
+	Supersedes   int
+	Stalls       int
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a

@@ -21,7 +21,7 @@ type stall struct{ noFollow }
 func (stall) Name() FaultKind { return model.FaultStall }
 
 func (stall) Budget() Budget {
-	return Budget{Knob: "stall", Flag: "max-stalls", Usage: "most clients that stop reading with their connection up per run", MixRank: 17,
+	return Budget{Knob: "stall", Flag: "max-stalls", Usage: "most clients that stop reading with their connection up per run", MixRank: 20,
 		Bound: func(b *FaultBounds) *int { return &b.Stalls }, Mix: func(m *FaultMix) *int { return &m.Stalls }}
 }
 

@@ -99,13 +99,20 @@ type Panel interface {
 	// open stream).
 	Stall(user string, lag, dur time.Duration)
 	Forge(f Forgery, by string)
+	// Flood takes f.User offline while its room gets a backlog, and
+	// brings it back on f.Node after f.For.
+	Flood(f Fault)
+	// Supersede restarts node while its old incarnation lives on, cut
+	// off from peers and clients but not from Redis, for linger.
+	Supersede(node int, linger time.Duration)
 }
 
 // Registry lists every timed fault kind, in the order their faults are
 // drawn (PlanFaults): a new kind goes last.
 var Registry = []Kind{
 	crash{}, partition{}, pause{}, redisOutage{}, redisSpike{}, routeFlush{}, vanish{}, slow{}, blip{},
-	restart{}, upgrade{}, heal{}, forge{}, steal{}, stall{},
+	restart{}, upgrade{}, heal{}, forge{}, steal{}, redisRewind{}, flood{}, supersede{},
+	stall{},
 }
 
 // Lookup returns the registered kind named k.

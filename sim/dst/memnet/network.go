@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +20,7 @@ type Network struct {
 	conns     map[*simConn]struct{}
 	cut       map[[2]string]bool // one-way link from -> to is cut
 	dead      map[string]bool    // dialers (incarnation tags) that crashed
+	dials     uint64             // connections made, numbering them
 }
 
 // NewNetwork returns an empty network.
@@ -55,6 +57,8 @@ func (nw *Network) Dialer(from string) func(ctx context.Context, addr string) (n
 		}
 		sc := &simConn{Conn: c, nw: nw, from: from, to: addr, gone: make(chan struct{})}
 		nw.mu.Lock()
+		nw.dials++
+		sc.id = nw.dials
 		nw.conns[sc] = struct{}{}
 		nw.mu.Unlock()
 		return sc, nil
@@ -123,6 +127,7 @@ type simConn struct {
 	net.Conn
 	nw       *Network
 	from, to string
+	id       uint64 // in the order dialled
 	mu       sync.Mutex
 	vanished bool
 	closed   bool
@@ -221,6 +226,26 @@ func (nw *Network) dialledBy(from string) []*simConn {
 		if c.from == from {
 			cs = append(cs, c)
 		}
+	}
+	return cs
+}
+
+// ConnsTo returns the open connections to addr in the order they were
+// dialled (to close them later: a node's old incarnation whose clients
+// and peers an orchestrator moved).
+func (nw *Network) ConnsTo(addr string) []net.Conn {
+	nw.mu.Lock()
+	var sc []*simConn
+	for c := range nw.conns {
+		if c.to == addr {
+			sc = append(sc, c)
+		}
+	}
+	nw.mu.Unlock()
+	sort.Slice(sc, func(i, j int) bool { return sc[i].id < sc[j].id })
+	cs := make([]net.Conn, len(sc))
+	for i, c := range sc {
+		cs[i] = c
 	}
 	return cs
 }
