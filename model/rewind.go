@@ -95,11 +95,38 @@ func (x *rewinds) add(h *History, from, to time.Duration) {
 			}
 		}
 	}
+	// A send in flight during the rewind may have written its message
+	// before the restore and lost the reply (it failed, is pending, or was
+	// retried and sequenced again after the restore, at another seq), and
+	// the relay may deliver the lost sequencing after: its seq, seen only
+	// in a delivery, is rewound too.
+	inFlight := map[[2]string]bool{}
+	for _, ev := range h.Events {
+		if ev.Kind == KindSend && ev.MsgID != "" && during(ev) {
+			inFlight[[2]string{ev.Room, ev.MsgID}] = true
+		}
+	}
 	h.EachDelivery(func(ev Event) {
 		if ev.Time <= to && ev.Seq > hi[ev.Room] {
 			hi[ev.Room] = ev.Seq
 		}
+		if inFlight[[2]string{ev.Room, ev.MsgID}] && ev.Seq > 0 {
+			if lo[ev.Room] == 0 || ev.Seq < lo[ev.Room] {
+				lo[ev.Room] = ev.Seq
+			}
+			hi[ev.Room] = max(hi[ev.Room], ev.Seq)
+		}
 	})
+	// A dispatch during the rewind shows a seq handed out then, though no
+	// ack or delivery may name it (the reply lost, the relay failed).
+	for _, t := range h.Tasks {
+		if t.Seq > 0 && t.First >= from && t.First <= to {
+			if lo[t.Room] == 0 || t.Seq < lo[t.Room] {
+				lo[t.Room] = t.Seq
+			}
+			hi[t.Room] = max(hi[t.Room], t.Seq)
+		}
+	}
 	for room, l := range lo {
 		x.widen(room, l, max(hi[room], l))
 	}

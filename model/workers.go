@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // CheckWorkers checks the executors from outside. At every sample: tasks
@@ -12,10 +13,20 @@ import (
 // of a message: the tasks that reached the sender node's task gates follow
 // DESIGN §2.2 for the membership derived from the acks and the connections
 // the clients observed. Retried dispatches are counted apart, not judged.
+//
+// The goroutine bound is not applied to a sample taken while its node was
+// paused: a paused node holds every call it accepts, so a goroutine per
+// call in flight piles up until the pause ends (each bounded by its
+// caller's deadline), which the bound, counting connections and streams,
+// does not foresee.
 func CheckWorkers(h *History) []Violation {
 	var out []Violation
 	for _, s := range h.Samples {
-		out = append(out, samplePool(s, h.GoroutineBound)...)
+		bound := h.GoroutineBound
+		if pausedAt(h, s.Node, s.Time) {
+			bound = nil
+		}
+		out = append(out, samplePool(s, bound)...)
 	}
 	return append(out, newJudge(h).dispatches()...)
 }
@@ -245,4 +256,14 @@ func nof(n int, thing string) string {
 		return "1 " + thing
 	}
 	return fmt.Sprintf("%d %ss", n, thing)
+}
+
+// pausedAt reports whether a pause of node was on at t.
+func pausedAt(h *History, node string, t time.Duration) bool {
+	for _, f := range h.Faults {
+		if f.Kind == FaultPause && f.touchesNode(node) && f.From <= t && (f.To < 0 || t <= f.To) {
+			return true
+		}
+	}
+	return false
 }

@@ -171,3 +171,20 @@ func TestCheckWorkersMemberLeftSender(t *testing.T) {
 	}
 	checkWorkerCases(t, tests)
 }
+
+// TestCheckWorkersPausedNode: a sample taken while its node was paused is
+// not held to the goroutine bound (calls pile up until the pause ends);
+// the same sample after the pause, or on another node, is.
+func TestCheckWorkersPausedNode(t *testing.T) {
+	s := Sample{Node: "n1", Core: 30, Max: 200, Goroutines: 500, InConns: 10, Time: 3 * time.Second}
+	bound := func(s Sample) int { return 10*s.InConns + s.Max }
+	pause := Fault{Kind: FaultPause, From: 2 * time.Second, To: 4 * time.Second, Nodes: []string{"n1"}}
+	h := &History{Samples: []Sample{s}, GoroutineBound: bound, Faults: []Fault{pause}}
+	assert.Empty(t, CheckWorkers(h))
+	later := s
+	later.Time = 5 * time.Second
+	other := s
+	other.Node = "n2"
+	h.Samples = []Sample{later, other}
+	assert.Len(t, CheckWorkers(h), 2)
+}

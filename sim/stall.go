@@ -20,6 +20,19 @@ import (
 const (
 	stallBurst     = 120
 	stallBurstSize = 3500
+	// stallTail live messages follow in the room, one every stallTailGap
+	// from the bystander once it is back, while the stalled client's
+	// replay waits for it: a busy room, whose every delivery to the
+	// stalled user must leave at once rather than park a worker or a
+	// relay handler behind that replay (isolation).
+	stallTail    = 40
+	stallTailGap = 25 * time.Millisecond
+	// stallApart messages, one every stallApartGap, pass between two
+	// users of a room of their own through the stall: users who share no
+	// room with the stalled client, whose live delivery it must not cost
+	// (isolation).
+	stallApart    = 30
+	stallApartGap = 100 * time.Millisecond
 )
 
 // Stall has user's client stop reading for dur (0: until the liveness
@@ -63,13 +76,38 @@ func (c *Cluster) stall(user string, lag, dur time.Duration) {
 			by := others[c.stallBursts%len(others)]
 			c.doNow(Action{At: now, User: by, Kind: ActDisconnect})
 			c.doNow(Action{At: now + lag, User: by, Kind: ActConnect, Node: (c.stallBursts + 1) % len(c.nodes)})
+			for i := range stallTail {
+				c.doNow(Action{At: now + lag + 200*time.Millisecond + time.Duration(i)*stallTailGap, User: by, Kind: ActSend, Room: room,
+					MsgID: fmt.Sprintf("%s-tail%d-%d", by, c.stallBursts, i)})
+			}
 		}
+		c.apartPair(now, lag)
 		for i := range stallBurst {
 			c.doNow(Action{At: now, User: user, Kind: ActSend, Room: room, Size: stallBurstSize, Node: i % len(c.nodes),
 				MsgID: fmt.Sprintf("%s-st%d-%d", user, c.stallBursts, i)})
 		}
 	}
 	c.doNow(Action{At: now + lag, User: user, Kind: ActConnect, Node: c.stallBursts % len(c.nodes)})
+}
+
+// apartPair has two new users, in a room of their own, exchange messages
+// while a stalled client's replay waits for it (from lag after now): they
+// share no room with it. The sender is on the node the bystander sends
+// its tail from, the receiver on the stalled client's: their relays meet
+// the same pool and the same peer as the stalled client's deliveries.
+func (c *Cluster) apartPair(now, lag time.Duration) {
+	n := c.stallBursts
+	room := fmt.Sprintf("apart%d", n)
+	a, b := fmt.Sprintf("apart%da", n), fmt.Sprintf("apart%db", n)
+	c.doNow(Action{At: now, User: a, Kind: ActCreate, Room: room})
+	c.doNow(Action{At: now, User: a, Kind: ActJoin, Room: room})
+	c.doNow(Action{At: now, User: a, Kind: ActConnect, Node: (n + 1) % len(c.nodes)})
+	c.doNow(Action{At: now + lag/2, User: b, Kind: ActJoin, Room: room})
+	c.doNow(Action{At: now + lag/2, User: b, Kind: ActConnect, Node: n % len(c.nodes)})
+	for i := range stallApart {
+		c.doNow(Action{At: now + lag + time.Duration(i)*stallApartGap, User: a, Kind: ActSend, Room: room,
+			MsgID: fmt.Sprintf("%s-%d", a, i)})
+	}
 }
 
 // setStall is the client's side of ActStall: it reads nothing until
