@@ -233,7 +233,7 @@ func TestPlanImportsNoHarness(t *testing.T) {
 // the same word, and flags, knobs and verdicts named alike.
 var otherMeanings = map[string][]string{
 	"model/faultkind.go":          nil, // the oracle's names of the kinds: every one
-	"sim/plan/action.go":          {"vanish", "slow", "steal"},
+	"sim/plan/action.go":          {"vanish", "slow", "steal", "stall"},
 	"sim/exploring.go":            {"crash"},
 	"scenarios/explore.go":        {"crash"},
 	"scenarios/story.go":          {"upgrade"},
