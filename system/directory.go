@@ -84,10 +84,13 @@ func (d *Directory) CreateRoom(ctx context.Context, room string) (created bool, 
 // message), or {-1} for an unknown room.
 var sendScript = newScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
-local legacy = ARGV[4] == '1'
 local res = {}
 local prev = redis.call('GET', KEYS[4])
-if (not prev or not legacy) and redis.call('HEXISTS', KEYS[3], ARGV[2]) == 0 then return {-2} end
+-- A retry of a message already sequenced is answered with its seq even
+-- when its sender has left since: refusing it would tell the sender it was
+-- never sent. (KEYS[4] is the sender's own key, or, in the legacy scheme,
+-- the room's.) A new message needs a member.
+if not prev and redis.call('HEXISTS', KEYS[3], ARGV[2]) == 0 then return {-2} end
 if prev then
   res[1] = tonumber(prev); res[2] = 1
   res[3] = redis.call('LINDEX', KEYS[2], res[1] - 1) or ''
@@ -131,12 +134,11 @@ func (d *Directory) Append(ctx context.Context, room, msgID, sender string, payl
 		return Sequenced{}, fmt.Errorf("encode log entry: %w", err)
 	}
 	keys := []string{keySeq(room), keyLog(room), keyMembers(room), keyIdem(room, sender, msgID), keyIdemRoom(room, msgID)}
-	legacy := "0"
 	if d.Legacy.Idempotency {
-		keys[3], keys[4], legacy = keys[4], keys[3], "1"
+		keys[3], keys[4] = keys[4], keys[3]
 	}
 	ttl := strconv.Itoa(int(d.idemTTL() / time.Second))
-	res, err := sendScript.Run(ctx, d.rdb, keys, entry, sender, ttl, legacy).Slice()
+	res, err := sendScript.Run(ctx, d.rdb, keys, entry, sender, ttl).Slice()
 	if err != nil {
 		return Sequenced{}, fmt.Errorf("append to room %s: %w", room, err)
 	}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/relaysim/relaysim/system/relaypb"
 )
@@ -140,3 +142,30 @@ func TestMembershipWindows(t *testing.T) {
 }
 
 func msgID(i int) string { return "m" + string(rune('0'+i/10)) + string(rune('0'+i%10)) }
+
+// TestRetryAfterLeavingGetsItsSeq: a send whose reply was lost is retried
+// after its sender left the room (from another device, say). The message
+// was sequenced: the retry is answered with its seq as a duplicate, not
+// refused as from a non-member (which would tell the sender it was never
+// sent). A non-member's first send is still refused.
+func TestRetryAfterLeavingGetsItsSeq(t *testing.T) {
+	inEveryMode(t, func(t *testing.T, mode Mode) {
+		c := newCluster(t, mode, 2)
+		c.createRoom("r")
+		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
+		alice.join("r")
+		bob.join("r")
+
+		first := alice.send("r", "m1", "hi")
+		alice.leave("r")
+		retry, err := alice.trySend("r", "m1", "hi")
+		require.NoError(t, err, "the retry of a sequenced message")
+		assert.Equal(t, first.Seq, retry.Seq)
+		assert.True(t, retry.Duplicate)
+		_, err = alice.trySend("r", "m2", "new")
+		assert.Equal(t, codes.FailedPrecondition, status.Code(err), "a new message from a non-member")
+		c.settle()
+		assert.Equal(t, int64(1), c.logLen("r"))
+		assert.Equal(t, []uint64{1}, bob.seqs("r"), "the retry's fan-out is deduplicated")
+	})
+}
