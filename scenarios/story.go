@@ -288,7 +288,7 @@ func faultKnobs() []knob {
 	var out []knob
 	for _, name := range plan.MixKnobs() {
 		if k, ok := plan.ByKnob(name); ok {
-			b := k.Budget()
+			b := plan.BudgetOf(k)
 			out = append(out, intKnob(b.Flag, func(c *sim.Config) *int { return b.Bound(&c.Bounds) }))
 		} else if name == plan.DrawRecvBreak {
 			out = append(out, floatKnob("max-recv-break", func(c *sim.Config) *float64 { return &c.Bounds.RecvBreaks }))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim"
+	"github.com/relaysim/relaysim/sim/plan"
 	"github.com/relaysim/relaysim/system"
 )
 
@@ -271,6 +272,21 @@ func TestStoryCarriesEveryKnob(t *testing.T) {
 					f.SetFloat(0.125)
 				case reflect.Bool:
 					f.SetBool(!f.Bool())
+				case reflect.Array:
+					// Bounds.Counts: the slots of the kinds that keep
+					// their bound there (plan.BudgetOf), each alone.
+					for _, k := range plan.Counted() {
+						if b := k.Budget(); b.Bound == nil {
+							c := sim.DefaultConfig()
+							*plan.BudgetOf(k).Bound(&c.Bounds)++
+							text := FormatStory(c, "")
+							got, err := ParseStory("story", text)
+							if assert.NoError(t, err, "%s[%d]:\n%s", name, b.MixRank, text) {
+								assert.Equal(t, c, got, "%s[%d] (%s) is not carried:\n%s", name, b.MixRank, b.Flag, text)
+							}
+						}
+					}
+					continue
 				default:
 					t.Errorf("%s: a %s knob the test cannot set: carry it in the story (simKnobs) or list it here", name, f.Kind())
 					continue

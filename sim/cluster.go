@@ -140,6 +140,9 @@ type Cluster struct {
 	// rewinding is 1 + the node of the rewind whose snapshot is not yet
 	// restored (0: none).
 	rewindSends, rewinding int
+	// snapshotsSkipped counts the Redis snapshots not taken because
+	// another was held (panel.go): their restores are skipped in turn.
+	snapshotsSkipped int
 	// floods are the floods' state (flood.go); lingering are the
 	// superseded incarnations still alive (supersede.go).
 	floods    floodState

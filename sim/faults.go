@@ -16,13 +16,24 @@ func DrawMix(seed Seed, b FaultBounds) FaultMix {
 	return plan.DrawMix(func(name string) *rand.Rand { return seed.Derive(name).Rand() }, b)
 }
 
-// SweepRewinds is the sweep's draw for a seed it is not told the Redis
-// rewinds of (-max-redis-rewinds): about a third of the seeds run with at
-// most one (plan's redis-rewind, off in the default bounds), from a
-// sub-seed of its own ("redis-rewind-sweep"). The sweep runs every job of
-// such a seed with -max-redis-rewinds=1, and its replay commands say so.
-func SweepRewinds(seed Seed) bool {
-	return seed.Derive("redis-rewind-sweep").Rand().IntN(3) == 0
+// SweepWorlds are a sweep's fault bounds for a seed beyond its defaults:
+// for each counted kind with a SweepWorld (plan.Budget.Sweep) whose flag
+// the sweep was not given (told), the seed's own draw (a sub-seed of
+// the seed named by the world) runs it with -flag=Bound in one seed of
+// OneIn, in the mix's order. No other draw moves: each world draws from
+// its own generator. A run's replay command names them.
+func SweepWorlds(seed Seed, told func(flag string) bool) []string {
+	var out []string
+	for _, k := range plan.Counted() {
+		b := plan.BudgetOf(k)
+		if b.Sweep == nil || told(b.Flag) {
+			continue
+		}
+		if seed.Derive(b.Sweep.Name).Rand().IntN(b.Sweep.OneIn) == 0 {
+			out = append(out, fmt.Sprintf("-%s=%d", b.Flag, b.Sweep.Bound))
+		}
+	}
+	return out
 }
 
 // PlanFaults places the mix's timed faults inside [start, end). Each kind
@@ -40,7 +51,7 @@ func PlanFaults(seed Seed, m FaultMix, nodes int, users []string, start, end tim
 	var fs []Fault
 	w := plan.World{Nodes: nodes, Users: users}
 	for _, k := range plan.Registry {
-		kb := k.Budget()
+		kb := plan.BudgetOf(k)
 		if kb.Mix == nil {
 			continue // not drawn by count
 		}

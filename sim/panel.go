@@ -92,7 +92,17 @@ const snapshotDB = 15
 
 // RedisSnapshot copies Redis' data aside and opens the rewind's record:
 // whatever is written from now until RedisRestore may be lost.
+//
+// One snapshot is held at a time: a snapshot asked for while another is
+// held (a failover inside a rewind's window) is not taken, and one later
+// restore is skipped for it, so that Redis goes back once, to the older
+// snapshot, and the record's window is the data that was lost.
 func (p panel) RedisSnapshot(node int) {
+	if p.c.rewinding != 0 {
+		p.c.snapshotsSkipped++
+		p.c.Trace.Event(p.c.Now(), "chaos", "redis snapshot for n%d not taken: n%d's is held", node+1, p.c.rewinding)
+		return
+	}
 	p.c.rewinding = node + 1
 	m := p.c.Redis
 	m.DB(snapshotDB).FlushDB()
@@ -109,6 +119,7 @@ func (p panel) RedisSnapshot(node int) {
 // node restarted across it restarts once more, as the rewind's end would
 // have done.
 func (c *Cluster) finishRewind() error {
+	c.snapshotsSkipped = 0
 	if c.rewinding == 0 {
 		return nil
 	}
@@ -120,7 +131,14 @@ func (c *Cluster) finishRewind() error {
 
 // RedisRestore puts the snapshot back in place of Redis' data and closes
 // the rewind's record.
-func (p panel) RedisRestore(int) {
+func (p panel) RedisRestore(node int) {
+	if p.c.rewinding == 0 || p.c.rewinding != node+1 && p.c.snapshotsSkipped > 0 {
+		if p.c.snapshotsSkipped > 0 {
+			p.c.snapshotsSkipped--
+		}
+		p.c.Trace.Event(p.c.Now(), "chaos", "redis restore for n%d skipped: its snapshot was not taken", node+1)
+		return
+	}
 	p.c.rewinding = 0
 	m := p.c.Redis
 	m.SwapDB(0, snapshotDB)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -43,6 +44,13 @@ func planConfigs() map[string]Config {
 	heavy.Bounds = FaultBounds{Network: 0.2, RedisErrors: 0.1, Crashes: 3, Partitions: 4, Pauses: 3, RedisOutages: 3, RouteFlushes: 3,
 		Vanishes: 5, SlowConsumers: 3, RedisSpikes: 3, Forgeries: 30, Steals: 6, RecvBreaks: 0.5, Blips: 6, RedisRewinds: 2,
 		Floods: 1, Supersedes: 1, Stalls: 2}
+	// A kind that keeps its count in Counts (a new kind, plan.BudgetOf)
+	// is raised too, so that its plan text is met.
+	for _, k := range plan.Counted() {
+		if p := plan.BudgetOf(k).Bound(&heavy.Bounds); *p == 0 {
+			*p = 1
+		}
+	}
 	return map[string]Config{"default": def, "upgrade": up, "wide": wide, "heavy": heavy}
 }
 
@@ -331,6 +339,16 @@ func TestPlanTextCoversEveryField(t *testing.T) {
 					f.SetFloat(0.25)
 				case reflect.Bool:
 					f.SetBool(true)
+				case reflect.Array:
+					// Counts: the slots of the kinds that keep their
+					// count there (plan.BudgetOf), each alone.
+					for _, rank := range slotRanks() {
+						e := f.Index(rank)
+						e.SetInt(3)
+						t.Run(fmt.Sprintf("%s[%d]", name, rank), func(*testing.T) { check() })
+						e.SetInt(0)
+					}
+					continue
 				default:
 					t.Fatalf("%s: a field of kind %s the test cannot set", name, f.Kind())
 				}
@@ -350,5 +368,18 @@ func TestPlanTextCoversEveryField(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, m, got, FormatMix(m))
 	})
-	assert.Equal(t, reflect.TypeOf(m).NumField(), len(plan.MixKnobs()))
+	// Every field is a knob but Counts, which holds the slotted kinds'.
+	assert.Equal(t, reflect.TypeOf(m).NumField()-1+len(slotRanks()), len(plan.MixKnobs()))
+}
+
+// slotRanks are the MixRanks of the counted kinds whose counts live in
+// FaultMix.Counts.
+func slotRanks() []int {
+	var out []int
+	for _, k := range plan.Counted() {
+		if b := k.Budget(); b.Mix == nil {
+			out = append(out, b.MixRank)
+		}
+	}
+	return out
 }

@@ -175,14 +175,3 @@ func (c *Cluster) endStalls() {
 	}
 	c.rec.endUserFault(model.FaultStall, c.Now())
 }
-
-// StallBound is the bound of stall faults in the sweep's stall world.
-const StallBound = 2
-
-// SweepStall is the sweep's draw for a seed it is not told the stall
-// world of: about half the seeds run with up to StallBound stalls
-// (-max-stalls), from a sub-seed of its own ("stall-world"), so that no
-// other draw moves; a plain run keeps the default (none).
-func SweepStall(seed Seed) bool {
-	return seed.Derive("stall-world").Rand().IntN(2) == 0
-}

@@ -81,7 +81,7 @@ func newRunFlags(name string, usage io.Writer) *runFlags {
 	fs.Float64Var(&c.Bounds.Network, "max-net-fault", c.Bounds.Network, "highest per-relay drop/dup/delay probability")
 	// Each timed fault kind's count bound is its registry budget's flag.
 	for _, k := range plan.Counted() {
-		kb := k.Budget()
+		kb := plan.BudgetOf(k)
 		fs.IntVar(kb.Bound(&c.Bounds), kb.Flag, *kb.Bound(&c.Bounds), kb.Usage)
 	}
 	fs.Float64Var(&c.Bounds.RecvBreaks, "max-recv-break", c.Bounds.RecvBreaks, "highest per-item probability that a relay stream breaks between an item's read and its delivery (stream mode)")

@@ -25,13 +25,10 @@ type sweepJob struct {
 	// wide runs the job with -alphabet=wide: the sweep's draw for the
 	// seed (sim.SweepAlphabet) when the sweep was given no -alphabet.
 	wide bool
-	// stall runs the job with -max-stalls (sim.SweepStall) when the
-	// sweep was given no -max-stalls.
-	stall bool
-	// rewind runs the job with -max-redis-rewinds=1: the sweep's draw
-	// for the seed (sim.SweepRewinds) when it was given no
-	// -max-redis-rewinds.
-	rewind bool
+	// worlds are the fault kinds' bounds the sweep drew for the seed
+	// (sim.SweepWorlds: -max-stalls=2, say), for each kind whose bound
+	// the sweep was not given.
+	worlds []string
 	hash   string
 	ok     bool
 	code   int // the run's exit code (exitHarness for a hang or a crash)
@@ -147,17 +144,18 @@ func parseSweep(args []string, getenv func(string) string, usage io.Writer) (*sw
 	sp.nseeds = len(shardSeeds(lo, hi, o.shard))
 	for _, s := range shardSeeds(lo, hi, o.shard) {
 		wide := !set(f.fs, "alphabet") && sim.SweepAlphabet(s) == sim.AlphabetWide
-		stall := !set(f.fs, "max-stalls") && sim.SweepStall(s)
-		rewind := !set(f.fs, "max-redis-rewinds") && sim.SweepRewinds(s)
+		worlds := sim.SweepWorlds(s, func(flag string) bool { return set(f.fs, flag) })
 		for _, m := range modes {
-			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, wide: wide, stall: stall, rewind: rewind})
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, wide: wide, worlds: worlds})
 		}
+		// The calm and churn-only variants inject no fault (they ignore
+		// fault bounds): their replay lines name no world.
 		if *equiv {
-			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode, wide: wide, rewind: rewind})
+			sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: equivMode, wide: wide})
 		}
 		if *churn {
 			for _, m := range modes {
-				sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, churn: true, wide: wide, rewind: rewind})
+				sp.jobs = append(sp.jobs, &sweepJob{seed: s, mode: m, churn: true, wide: wide})
 			}
 		}
 	}
@@ -404,13 +402,7 @@ func (j *sweepJob) args() []string {
 	if j.wide {
 		args = append(args, "-alphabet=wide")
 	}
-	if j.stall {
-		args = append(args, fmt.Sprintf("-max-stalls=%d", sim.StallBound))
-	}
-	if j.rewind {
-		args = append(args, "-max-redis-rewinds=1")
-	}
-	return args
+	return append(args, j.worlds...)
 }
 
 // label is the job's mode as reports name it: the mode, "equiv", or

@@ -54,8 +54,12 @@ type FaultBounds struct {
 	Supersedes int
 	// Stalls are clients that stop reading with their connection up
 	// (fault_stall.go): 0 by default, so that no default seed moves; the
-	// sweep's stall world (sim.SweepStall) turns them on.
+	// sweep's stall world (Budget.Sweep) turns them on.
 	Stalls int
+	// Counts are the bounds of the kinds whose Budget names no field of
+	// its own, by MixRank: a new kind keeps its count here and edits no
+	// file but its own and the registry.
+	Counts [MaxMixRank + 1]int
 }
 
 // DefaultBounds is the runner's default.
@@ -82,6 +86,9 @@ type FaultMix struct {
 	Floods       int
 	Supersedes   int
 	Stalls       int
+	// Counts are the counts of the kinds whose Budget names no field of
+	// its own, by MixRank (FaultBounds.Counts).
+	Counts [MaxMixRank + 1]int
 }
 
 // The names the network faults' draws are seeded from (sub-seeds of a

@@ -20,7 +20,7 @@ import (
 //
 // It is off in the default mix (DefaultBounds: 0), so no seed's draws
 // move; `relaysim sweep` runs some of its seeds with -max-redis-rewinds=1
-// (sim.SweepRewinds).
+// (Budget.Sweep).
 type redisRewind struct{}
 
 // A rewind's window lasts RewindMin to RewindMax: long enough for two
@@ -47,7 +47,9 @@ func (redisRewind) Name() FaultKind { return model.FaultRedisRewind }
 
 func (redisRewind) Budget() Budget {
 	return Budget{Knob: string(model.FaultRedisRewind), Flag: "max-redis-rewinds", Usage: "most Redis rewinds (a snapshot restored, with a node restarted across it) per run", MixRank: 17,
-		Bound: func(b *FaultBounds) *int { return &b.RedisRewinds }, Mix: func(m *FaultMix) *int { return &m.RedisRewinds }}
+		Bound: func(b *FaultBounds) *int { return &b.RedisRewinds }, Mix: func(m *FaultMix) *int { return &m.RedisRewinds },
+		// A third of a sweep's seeds, from the sub-seed redis-rewind-sweep.
+		Sweep: &SweepWorld{OneIn: 3, Bound: 1}}
 }
 
 func (redisRewind) Place(r *rand.Rand, at time.Duration, w World) (Fault, bool) {

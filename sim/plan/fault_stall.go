@@ -15,14 +15,17 @@ import (
 // messages is sent to one of its rooms, and comes back stalled: its
 // replay outgrows its outbox and the window (a stall before a replay);
 // without, it stalls on its open stream (after a replay, or during one).
-// Off by default (its bound is 0): the sweep's stall world turns it on.
+// Off by default (its bound is 0): the sweep's stall world (Budget.Sweep)
+// turns it on.
 type stall struct{ noFollow }
 
 func (stall) Name() FaultKind { return model.FaultStall }
 
 func (stall) Budget() Budget {
 	return Budget{Knob: "stall", Flag: "max-stalls", Usage: "most clients that stop reading with their connection up per run", MixRank: 20,
-		Bound: func(b *FaultBounds) *int { return &b.Stalls }, Mix: func(m *FaultMix) *int { return &m.Stalls }}
+		Bound: func(b *FaultBounds) *int { return &b.Stalls }, Mix: func(m *FaultMix) *int { return &m.Stalls },
+		// The sweep's stall world: half its seeds, up to two stalls each.
+		Sweep: &SweepWorld{Name: "stall-world", OneIn: 2, Bound: 2}}
 }
 
 func (stall) Place(r *rand.Rand, at time.Duration, w World) (Fault, bool) {

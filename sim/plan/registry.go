@@ -40,7 +40,11 @@ type Kind interface {
 // Budget is a kind's count knob: the mix's key (also the name its draws'
 // sub-seed derives from: renaming it moves every drawn fault), the
 // runner's flag, and the bound's and the mix's fields. MixRank orders the
-// mix's keys (FormatMix, FaultMix.String); a new kind takes the next.
+// mix's keys (FormatMix, FaultMix.String); a new kind takes the next (at
+// most MaxMixRank). A kind that leaves Bound and Mix nil keeps its count
+// in FaultBounds.Counts and FaultMix.Counts at its MixRank (BudgetOf). A
+// kind whose bound is 0 by default may name the share of seeds a sweep
+// runs it in (Sweep).
 type Budget struct {
 	Knob    string
 	Flag    string
@@ -48,6 +52,42 @@ type Budget struct {
 	Bound   func(*FaultBounds) *int
 	Mix     func(*FaultMix) *int
 	MixRank int
+	Sweep   *SweepWorld
+}
+
+// MaxMixRank is the highest MixRank a kind may take.
+const MaxMixRank = 31
+
+// SweepWorld is a kind's share of a sweep's seeds: a seed the sweep is
+// not told the kind's bound of (its Flag) runs with Flag=Bound when its
+// sub-seed Name (the kind's Knob + "-sweep" if empty) draws 0 of
+// Rand().IntN(OneIn), from a generator of its own so that no other draw
+// moves.
+type SweepWorld struct {
+	Name         string
+	OneIn, Bound int
+}
+
+// BudgetOf is k's budget with its count fields resolved: a counted kind
+// (Knob set) whose Budget names no field keeps its count at its MixRank.
+func BudgetOf(k Kind) Budget {
+	b := k.Budget()
+	if b.Knob == "" {
+		return b
+	}
+	rank := b.MixRank
+	if b.Bound == nil {
+		b.Bound = func(fb *FaultBounds) *int { return &fb.Counts[rank] }
+	}
+	if b.Mix == nil {
+		b.Mix = func(m *FaultMix) *int { return &m.Counts[rank] }
+	}
+	if b.Sweep != nil && b.Sweep.Name == "" {
+		w := *b.Sweep
+		w.Name = b.Knob + "-sweep"
+		b.Sweep = &w
+	}
+	return b
 }
 
 // World is what a fault's draw may pick from.

@@ -87,6 +87,10 @@ func TestEveryActionKindRoundTrips(t *testing.T) {
 // (a head or a knob named twice would parse as only one of its kinds).
 func TestEveryKindIsRegisteredOnce(t *testing.T) {
 	names, heads, knobs := map[FaultKind]bool{}, map[string]bool{}, map[string]bool{}
+	ranks := map[int]bool{}
+	for _, f := range opKnobs {
+		ranks[f.rank] = true
+	}
 	for _, k := range Registry {
 		_, err := model.ParseFaultKind(string(k.Name()))
 		assert.NoError(t, err, "a registered kind is one of model's")
@@ -96,8 +100,14 @@ func TestEveryKindIsRegisteredOnce(t *testing.T) {
 			assert.False(t, heads[h], "head %q of two kinds", h)
 			heads[h] = true
 		}
-		if b := k.Budget(); b.Knob != "" {
+		if b := BudgetOf(k); b.Knob != "" {
 			assert.False(t, knobs[b.Knob], "knob %q of two kinds", b.Knob)
+			assert.False(t, ranks[b.MixRank], "%s: MixRank %d of two knobs", k.Name(), b.MixRank)
+			assert.True(t, b.MixRank > 0 && b.MixRank <= MaxMixRank, "%s: MixRank %d outside 1..%d", k.Name(), b.MixRank, MaxMixRank)
+			ranks[b.MixRank] = true
+			if b.Sweep != nil {
+				assert.True(t, b.Sweep.OneIn > 0 && b.Sweep.Bound > 0 && b.Sweep.Name != "", "%s: a sweep world without a share, a bound or a name", k.Name())
+			}
 			knobs[b.Knob] = true
 			assert.NotNil(t, b.Bound, "%s: a knob without a bound", k.Name())
 			assert.NotNil(t, b.Mix, "%s: a knob without a mix field", k.Name())

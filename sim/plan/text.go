@@ -183,7 +183,7 @@ func (m FaultMix) Rates() FaultMix {
 func mixFields() []mixField {
 	out := append([]mixField(nil), opKnobs...)
 	for _, k := range Counted() {
-		b := k.Budget()
+		b := BudgetOf(k)
 		out = append(out, mixField{name: b.Knob, n: b.Mix, maxN: b.Bound, rank: b.MixRank})
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].rank < out[j].rank })
