@@ -33,8 +33,12 @@ const (
 	// back stalled, so that its replay outgrows its outbox and the HTTP/2
 	// window.
 	FaultStall FaultKind = "stall"
-	FaultForge FaultKind = "forge" // a client call with a forged user credential
-	FaultSteal FaultKind = "steal" // a client's own send with another user's message id and its own payload
+	// FaultRedisFailover: Redis failed over to a replica that missed its
+	// last writes (up to a second of them); no node restarts. Its record
+	// is FaultRedisRewind's (the writes of a window lost).
+	FaultRedisFailover FaultKind = "redis-failover"
+	FaultForge         FaultKind = "forge" // a client call with a forged user credential FaultKind = "forge" // a client call with a forged user credential
+	FaultSteal         FaultKind = "steal" // a client's own send with another user's message id and its own payload
 	// FaultOverlap: a node restarted (or upgraded) with its new incarnation
 	// started before the old one finished stopping; it spans from the stop
 	// until the new one is up and the old one has stopped.
@@ -116,7 +120,7 @@ var faultKinds = []FaultKind{
 	FaultDropRequest, FaultDropResponse, FaultDuplicate, FaultDelay, FaultRedisError,
 	FaultStreamBreak, FaultStreamGiveUp, FaultBreak, FaultRecvBreak, FaultStreamRefused,
 	FaultKill, FaultTerm, FaultRedisRestart, FaultLinkDelay, FaultLinkDrop, FaultLinkCut,
-	FaultStall,
+	FaultStall, FaultRedisFailover,
 }
 
 // ParseFaultKind reads a fault kind's name: the one place where text (a

@@ -152,7 +152,7 @@ type Panel interface {
 var Registry = []Kind{
 	crash{}, partition{}, pause{}, redisOutage{}, redisSpike{}, routeFlush{}, vanish{}, slow{}, blip{},
 	restart{}, upgrade{}, heal{}, forge{}, steal{}, redisRewind{}, flood{}, supersede{},
-	stall{},
+	stall{}, redisFailover{},
 }
 
 // Lookup returns the registered kind named k.
