@@ -48,12 +48,7 @@ func (redisFailover) Place(r *rand.Rand, at time.Duration, w World) (Fault, bool
 	return Fault{At: at, Kind: model.FaultRedisFailover, Node: r.IntN(w.Nodes), For: Dur(r, FailoverMin, FailoverMax)}, true
 }
 
-func (redisFailover) Follow(f Fault) (Fault, bool) {
-	if f.End {
-		return Fault{}, false
-	}
-	return Fault{At: f.At + f.For, Kind: model.FaultRedisFailover, Node: f.Node, End: true}, true
-}
+func (redisFailover) Follow(f Fault) (Fault, bool) { return windowEnd(f) }
 
 func (redisFailover) Trace(f Fault) string {
 	if f.End {
@@ -62,23 +57,12 @@ func (redisFailover) Trace(f Fault) string {
 	return fmt.Sprintf("%s n%d: the replica lags %v", f.Kind, f.Node+1, f.For)
 }
 
-func (redisFailover) Head(f Fault) (string, []string) {
-	if f.End {
-		return fmt.Sprintf("%s %s over", f.Kind, formatNode(f.Node)), []string{"node", "end"}
-	}
-	return fmt.Sprintf("%s %s for %v", f.Kind, formatNode(f.Node), f.For), []string{"node", "for"}
-}
+func (redisFailover) Head(f Fault) (string, []string) { return windowHead(f) }
 
 func (redisFailover) Heads() []string { return []string{string(model.FaultRedisFailover)} }
 
 func (redisFailover) ReadHead(h *headReader, _ string, f *Fault) {
-	f.Kind = model.FaultRedisFailover
-	f.Node = h.node("node")
-	if len(h.toks) > 0 && h.toks[0] == "over" {
-		h.toks, f.End = h.toks[1:], true
-	} else {
-		f.For = h.dur()
-	}
+	readWindow(h, model.FaultRedisFailover, f)
 }
 
 // Touches: none of its own; the panel records the lost window

@@ -56,12 +56,7 @@ func (redisRewind) Place(r *rand.Rand, at time.Duration, w World) (Fault, bool) 
 	return Fault{At: at, Kind: model.FaultRedisRewind, Node: r.IntN(w.Nodes), For: Dur(r, RewindMin, RewindMax)}, true
 }
 
-func (redisRewind) Follow(f Fault) (Fault, bool) {
-	if f.End {
-		return Fault{}, false
-	}
-	return Fault{At: f.At + f.For, Kind: model.FaultRedisRewind, Node: f.Node, End: true}, true
-}
+func (redisRewind) Follow(f Fault) (Fault, bool) { return windowEnd(f) }
 
 func (redisRewind) Trace(f Fault) string {
 	if f.End {
@@ -70,17 +65,34 @@ func (redisRewind) Trace(f Fault) string {
 	return fmt.Sprintf("%s n%d for %v", f.Kind, f.Node+1, f.For)
 }
 
-func (redisRewind) Head(f Fault) (string, []string) {
+func (redisRewind) Head(f Fault) (string, []string) { return windowHead(f) }
+
+func (redisRewind) Heads() []string { return []string{string(model.FaultRedisRewind)} }
+
+func (redisRewind) ReadHead(h *headReader, _ string, f *Fault) {
+	readWindow(h, model.FaultRedisRewind, f)
+}
+
+// A window of a node's fault (a rewind, a failover) is two faults: the
+// start, lasting For, and its End, its follow-up. Their plan text is
+// "<kind> <node> for <For>" and "<kind> <node> over".
+
+func windowEnd(f Fault) (Fault, bool) {
+	if f.End {
+		return Fault{}, false
+	}
+	return Fault{At: f.At + f.For, Kind: f.Kind, Node: f.Node, End: true}, true
+}
+
+func windowHead(f Fault) (string, []string) {
 	if f.End {
 		return fmt.Sprintf("%s %s over", f.Kind, formatNode(f.Node)), []string{"node", "end"}
 	}
 	return fmt.Sprintf("%s %s for %v", f.Kind, formatNode(f.Node), f.For), []string{"node", "for"}
 }
 
-func (redisRewind) Heads() []string { return []string{string(model.FaultRedisRewind)} }
-
-func (redisRewind) ReadHead(h *headReader, _ string, f *Fault) {
-	f.Kind = model.FaultRedisRewind
+func readWindow(h *headReader, kind FaultKind, f *Fault) {
+	f.Kind = kind
 	f.Node = h.node("node")
 	if len(h.toks) > 0 && h.toks[0] == "over" {
 		h.toks, f.End = h.toks[1:], true
