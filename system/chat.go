@@ -222,7 +222,7 @@ func (n *Node) openSession(ctx context.Context, s *session) error {
 		old.close(status.Error(codes.Aborted, "replaced by a newer connection"))
 	}
 	n.hooks.Observe(SessionEvent{Node: n.cfg.NodeID, User: s.user, Open: true})
-	if err := n.dir.SetRoute(ctx, s.user, n.cfg.NodeID, s.gen, n.cfg.RouteTTL); err != nil {
+	if err := n.dir.SetRoute(ctx, s.user, n.cfg.NodeID, n.epoch, s.gen, n.cfg.RouteTTL); err != nil {
 		return status.Errorf(codes.Unavailable, "route %s: %v", s.user, err)
 	}
 	return nil
@@ -236,7 +236,7 @@ func (n *Node) closeSession(ctx context.Context, s *session) {
 	// between it and the handler's return: a session is registered exactly
 	// while its stream is open.
 	if n.localSession(s.user) == s {
-		_ = n.dir.DropRoute(ctx, s.user, n.cfg.NodeID, s.gen)
+		_ = n.dir.DropRoute(ctx, s.user, n.cfg.NodeID, n.epoch, s.gen)
 	}
 	n.mu.Lock()
 	if n.sessions[s.user] == s {

@@ -127,3 +127,40 @@ func TestHeartbeatOfASupersededIncarnation(t *testing.T) {
 		assert.Equal(t, next.Epoch(), issued)
 	})
 }
+
+// TestOldIncarnationKeepsTheNewRoute: during an overlapping restart under
+// one node id, a user reconnects to the new incarnation, whose session
+// counter starts again: its session there has the same number its old
+// session had on the old incarnation. When the old incarnation stops and
+// closes that session, its compare-and-delete of the route must not
+// match the new incarnation's route (the route names the incarnation).
+func TestOldIncarnationKeepsTheNewRoute(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ModeBulk, 2)
+		c.createRoom("r")
+		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
+		alice.join("r")
+		bob.join("r")
+		old := c.node("n2")
+
+		next := c.startNode("n2") // overlapping: the old one still serves
+		// bob's second device (its first stays on the old incarnation):
+		// session #1 of the new incarnation, as bob's is on the old.
+		bob2 := &testUser{c: c, name: "bob"}
+		bob2.connect("n2", nil)
+		defer bob2.disconnect()
+		c.settle()
+		require.Greater(t, next.Epoch(), old.Epoch())
+
+		old.Stop(context.Background())
+		c.settle()
+		route, err := c.node("n1").Directory().Route(context.Background(), "bob")
+		require.NoError(t, err)
+		assert.Equal(t, "n2", route, "the old incarnation's stop dropped the new session's route")
+
+		alice.send("r", "m1", "x")
+		c.settle()
+		assert.Equal(t, []uint64{1}, bob2.seqs("r"))
+		_ = bob
+	})
+}

@@ -340,12 +340,14 @@ func (d *Directory) Log(ctx context.Context, room string, from, to uint64) ([]En
 	return out, nil
 }
 
-// A routing entry names the node and the session that set it,
-// "node@session": a session that closes removes only its own entry, never
-// the one a newer session of the same user set on the same node in the
-// meantime (a reconnect to the same node). Readers use the node part.
-func routeValue(node string, session uint64) string {
-	return node + "@" + strconv.FormatUint(session, 10)
+// A routing entry names the node, its incarnation (epoch) and the session
+// that set it, "node@epoch.session": a session that closes removes only
+// its own entry, never the one a newer session of the same user set on
+// the same node in the meantime (a reconnect to the same node), nor one
+// set by a newer incarnation of the node, whose session numbers start
+// again (an overlapping restart). Readers use the node part.
+func routeValue(node string, epoch, session uint64) string {
+	return node + "@" + strconv.FormatUint(epoch, 10) + "." + strconv.FormatUint(session, 10)
 }
 
 // routeNode returns the node part of a routing entry.
@@ -354,9 +356,10 @@ func routeNode(v string) string {
 	return node
 }
 
-// SetRoute points user's routing entry at session on node.
-func (d *Directory) SetRoute(ctx context.Context, user, node string, session uint64, ttl time.Duration) error {
-	if err := d.rdb.Set(ctx, keyRoute(user), routeValue(node, session), ttl).Err(); err != nil {
+// SetRoute points user's routing entry at session on node's incarnation
+// epoch.
+func (d *Directory) SetRoute(ctx context.Context, user, node string, epoch, session uint64, ttl time.Duration) error {
+	if err := d.rdb.Set(ctx, keyRoute(user), routeValue(node, epoch, session), ttl).Err(); err != nil {
 		return fmt.Errorf("route %s to %s: %w", user, node, err)
 	}
 	return nil
@@ -373,8 +376,8 @@ return #KEYS
 `)
 
 // RefreshRoutes re-arms the routes of the sessions (user -> session) open
-// on node.
-func (d *Directory) RefreshRoutes(ctx context.Context, node string, sessions map[string]uint64, ttl time.Duration) error {
+// on node's incarnation epoch.
+func (d *Directory) RefreshRoutes(ctx context.Context, node string, epoch uint64, sessions map[string]uint64, ttl time.Duration) error {
 	if len(sessions) == 0 {
 		return nil
 	}
@@ -387,7 +390,7 @@ func (d *Directory) RefreshRoutes(ctx context.Context, node string, sessions map
 	args := []any{ttl.Milliseconds()}
 	for i, u := range users {
 		keys[i] = keyRoute(u)
-		args = append(args, routeValue(node, sessions[u]))
+		args = append(args, routeValue(node, epoch, sessions[u]))
 	}
 	if err := refreshRoutesScript.Run(ctx, d.rdb, keys, args...).Err(); err != nil {
 		return fmt.Errorf("refresh %d routes of %s: %w", len(users), node, err)
@@ -400,9 +403,10 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
-// DropRoute deletes user's route if it still names session on node.
-func (d *Directory) DropRoute(ctx context.Context, user, node string, session uint64) error {
-	if err := dropRouteScript.Run(ctx, d.rdb, []string{keyRoute(user)}, routeValue(node, session)).Err(); err != nil {
+// DropRoute deletes user's route if it still names session on node's
+// incarnation epoch.
+func (d *Directory) DropRoute(ctx context.Context, user, node string, epoch, session uint64) error {
+	if err := dropRouteScript.Run(ctx, d.rdb, []string{keyRoute(user)}, routeValue(node, epoch, session)).Err(); err != nil {
 		return fmt.Errorf("drop route of %s: %w", user, err)
 	}
 	return nil

@@ -324,7 +324,7 @@ func (n *Node) refreshLoop(ctx context.Context) {
 		for _, s := range n.sessionList() {
 			sessions[s.user] = s.gen
 		}
-		_ = n.dir.RefreshRoutes(ctx, n.cfg.NodeID, sessions, n.cfg.RouteTTL)
+		_ = n.dir.RefreshRoutes(ctx, n.cfg.NodeID, n.epoch, sessions, n.cfg.RouteTTL)
 		if superseded {
 			continue
 		}
