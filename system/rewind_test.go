@@ -52,10 +52,18 @@ func TestStaleLinkIsRefused(t *testing.T) {
 		time.Sleep(2 * time.Second) // virtual: the stream lingers and closes
 		c.settle()
 
+		// Delivered within 2 s, before the 5 s catch-up could: the
+		// refused items' bulk relays are tasks of their own and may
+		// arrive out of order, the later one filling the gap from the log
+		// at once, so one of them at least is live.
 		assert.Equal(t, seqRange(1, 3), bob.seqs("r"), "delivered")
+		live := 0
 		for _, d := range bob.deliveries() {
-			assert.False(t, d.FromLog, "%s#%d live", d.Room, d.Seq)
+			if d.Seq >= 2 && !d.FromLog {
+				live++
+			}
 		}
+		assert.Positive(t, live, "the refused items were relayed, not left to the catch-up")
 		isolated := 0
 		for _, e := range eventsOf[StreamEvent](c.rec) {
 			if e.Node == "n1" && e.What == "isolate" {
