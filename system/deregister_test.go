@@ -161,6 +161,5 @@ func TestOldIncarnationKeepsTheNewRoute(t *testing.T) {
 		alice.send("r", "m1", "x")
 		c.settle()
 		assert.Equal(t, []uint64{1}, bob2.seqs("r"))
-		_ = bob
 	})
 }
