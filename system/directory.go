@@ -454,21 +454,29 @@ type NodeInfo struct {
 	// entry without one was written by a build before versions were
 	// advertised: v1.
 	Protocol int
+	// Incarnation names the process that wrote the entry: its start time
+	// in nanoseconds, base 36 (Node.incarnation). An entry without one was
+	// written by a build before incarnations were advertised. Peers tell
+	// two processes apart by it when Redis lost writes and issued one
+	// epoch twice, or an epoch below one already seen (peers.install).
+	Incarnation string
 }
 
-// Register gives node a new epoch and publishes its address.
-func (d *Directory) Register(ctx context.Context, node, addr string, protocol int, ttl time.Duration) (uint64, error) {
-	epoch, err := d.rdb.Incr(ctx, keyEpoch(node)).Uint64()
+// Register gives node info.ID a new epoch and publishes its entry (info's
+// own Epoch is not read).
+func (d *Directory) Register(ctx context.Context, info NodeInfo, ttl time.Duration) (uint64, error) {
+	epoch, err := d.rdb.Incr(ctx, keyEpoch(info.ID)).Uint64()
 	if err != nil {
-		return 0, fmt.Errorf("register %s: %w", node, err)
+		return 0, fmt.Errorf("register %s: %w", info.ID, err)
 	}
-	return epoch, d.Heartbeat(ctx, NodeInfo{ID: node, Addr: addr, Epoch: epoch, Protocol: protocol}, ttl)
+	info.Epoch = epoch
+	return epoch, d.Heartbeat(ctx, info, ttl)
 }
 
 // heartbeatScript re-publishes a registry entry (KEYS[1]) unless a newer
 // incarnation of the node registered: the entry names a newer epoch, or
 // the node's epoch counter (KEYS[2]) issued one. ARGV: addr, epoch,
-// protocol, TTL in ms. It compares epochs, never asks them to be equal:
+// protocol, TTL in ms, incarnation. It compares epochs, never asks them to be equal:
 // after Redis lost writes (restored from an older snapshot, a failover to
 // a replica missing the last ones) the entry and the counter may be older
 // than the live node's epoch, and the node must still heartbeat; then it
@@ -480,7 +488,7 @@ local cur = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
 local issued = tonumber(redis.call('GET', KEYS[2]) or '0')
 if cur > mine or issued > mine then return 0 end
 if issued < mine then redis.call('SET', KEYS[2], ARGV[2]) end
-redis.call('HSET', KEYS[1], 'addr', ARGV[1], 'epoch', ARGV[2], 'protocol', ARGV[3])
+redis.call('HSET', KEYS[1], 'addr', ARGV[1], 'epoch', ARGV[2], 'protocol', ARGV[3], 'incarnation', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1
 `)
@@ -496,7 +504,7 @@ var ErrSuperseded = errors.New("a newer incarnation of the node is registered")
 // deregister then remove it).
 func (d *Directory) Heartbeat(ctx context.Context, n NodeInfo, ttl time.Duration) error {
 	keys := []string{keyNode(n.ID), keyEpoch(n.ID)}
-	ok, err := heartbeatScript.Run(ctx, d.rdb, keys, n.Addr, strconv.FormatUint(n.Epoch, 10), n.Protocol, ttl.Milliseconds()).Int()
+	ok, err := heartbeatScript.Run(ctx, d.rdb, keys, n.Addr, strconv.FormatUint(n.Epoch, 10), n.Protocol, ttl.Milliseconds(), n.Incarnation).Int()
 	if err != nil {
 		return fmt.Errorf("heartbeat %s: %w", n.ID, err)
 	}
@@ -568,5 +576,5 @@ func (d *Directory) LookupNode(ctx context.Context, node string) (NodeInfo, erro
 			return NodeInfo{}, fmt.Errorf("look up %s: bad protocol %q", node, v)
 		}
 	}
-	return NodeInfo{ID: node, Addr: m["addr"], Epoch: epoch, Protocol: protocol}, nil
+	return NodeInfo{ID: node, Addr: m["addr"], Epoch: epoch, Protocol: protocol, Incarnation: m["incarnation"]}, nil
 }

@@ -22,7 +22,7 @@ func TestCheckIdentity(t *testing.T) {
 	ctx := context.Background()
 
 	require.NoError(t, d.CheckIdentity(ctx, "n1"), "never registered")
-	epoch, err := d.Register(ctx, "n1", "127.0.0.1:7001", ProtocolLatest, 30*time.Second)
+	epoch, err := d.Register(ctx, NodeInfo{ID: "n1", Addr: "127.0.0.1:7001", Protocol: ProtocolLatest}, 30*time.Second)
 	require.NoError(t, err)
 	err = d.CheckIdentity(ctx, "n1")
 	require.ErrorIs(t, err, ErrNodeLive)
@@ -32,7 +32,7 @@ func TestCheckIdentity(t *testing.T) {
 	mr.FastForward(31 * time.Second) // no heartbeat: the entry goes stale
 	require.NoError(t, d.CheckIdentity(ctx, "n1"), "expired entry")
 
-	_, err = d.Register(ctx, "n1", "127.0.0.1:7001", ProtocolLatest, 30*time.Second)
+	_, err = d.Register(ctx, NodeInfo{ID: "n1", Addr: "127.0.0.1:7001", Protocol: ProtocolLatest}, 30*time.Second)
 	require.NoError(t, err)
 	require.NoError(t, d.Deregister(ctx, NodeInfo{ID: "n1", Epoch: epoch + 1}))
 	require.NoError(t, d.CheckIdentity(ctx, "n1"), "deregistered")

@@ -102,8 +102,9 @@ func New(cfg Config, deps Deps) (*Node, error) {
 		m, _ := MessageOf(ctx)
 		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: kind, Key: label, Msg: m})
 	}
-	ec.AfterTask = func(label string) {
-		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTaskDone, Key: label})
+	ec.AfterTask = func(ctx context.Context, label string) {
+		m, _ := MessageOf(ctx)
+		n.hooks.Gate(n.ctx, Point{Node: cfg.NodeID, Kind: PointTaskDone, Key: label, Msg: m})
 	}
 	// A recovered task panic is a bug: it is logged in production too, and
 	// observed.
@@ -179,9 +180,14 @@ func (n *Node) Protocol() int { return n.cfg.Protocol }
 // Directory returns the node's view of Redis.
 func (n *Node) Directory() *Directory { return n.dir }
 
+// info is the node's registry entry at epoch.
+func (n *Node) info(epoch uint64) NodeInfo {
+	return NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: epoch, Protocol: n.cfg.Protocol, Incarnation: n.incarnation}
+}
+
 // Start registers the node with a new epoch and serves.
 func (n *Node) Start(ctx context.Context) error {
-	epoch, err := n.dir.Register(WithLabel(ctx, "register "+n.cfg.NodeID), n.cfg.NodeID, n.cfg.Advertise, n.cfg.Protocol, n.cfg.RegistryTTL)
+	epoch, err := n.dir.Register(WithLabel(ctx, "register "+n.cfg.NodeID), n.info(0), n.cfg.RegistryTTL)
 	if err != nil {
 		return fmt.Errorf("start %s: %w", n.cfg.NodeID, err)
 	}
@@ -328,7 +334,7 @@ func (n *Node) refreshLoop(ctx context.Context) {
 		if superseded {
 			continue
 		}
-		err := n.dir.Heartbeat(ctx, NodeInfo{ID: n.cfg.NodeID, Addr: n.cfg.Advertise, Epoch: n.epoch, Protocol: n.cfg.Protocol}, n.cfg.RegistryTTL)
+		err := n.dir.Heartbeat(ctx, n.info(n.epoch), n.cfg.RegistryTTL)
 		switch {
 		case errors.Is(err, ErrSuperseded):
 			// A newer incarnation registered under this id (an

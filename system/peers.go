@@ -36,6 +36,8 @@ type peers struct {
 type peer struct {
 	server string
 	epoch  uint64
+	// incarnation is the process the registry entry named (NodeInfo).
+	incarnation string
 	// protocol is the version the peer advertised; spoken caps it once the
 	// peer answered Unimplemented (until its epoch changes: a new peer).
 	protocol int
@@ -51,6 +53,29 @@ type peer struct {
 	// interval, so a version the peer's previous incarnation advertised
 	// never outlives that interval on an idle link.
 	read atomic.Int64
+}
+
+// replacedBy says whether info names a newer process than p's, and
+// whether the two name different processes at an epoch that did not move
+// up with them (Redis lost the increment). Two entries that both name
+// their process are ordered by its start time; otherwise (an entry an
+// older build wrote) by epoch.
+func (p *peer) replacedBy(info NodeInfo) (newer, rewound bool) {
+	mine, ok1 := incarnationStart(p.incarnation)
+	theirs, ok2 := incarnationStart(info.Incarnation)
+	if !ok1 || !ok2 || mine == theirs {
+		return info.Epoch > p.epoch, false
+	}
+	return theirs > mine, info.Epoch <= p.epoch && theirs > mine || info.Epoch > p.epoch && theirs < mine
+}
+
+// incarnationStart reads an incarnation's start time (Node.incarnation).
+func incarnationStart(inc string) (int64, bool) {
+	if inc == "" {
+		return 0, false
+	}
+	v, err := strconv.ParseInt(inc, 36, 64)
+	return v, err == nil
 }
 
 // speaks is the best protocol version the peer is known to speak.
@@ -107,26 +132,39 @@ func (ps *peers) refreshEvery() time.Duration {
 	return min(ps.n.cfg.RouteTTL, ps.n.cfg.RegistryTTL) / 3
 }
 
-// install makes info the peer's current incarnation. An entry for the same
-// or a newer epoch wins (a slow reader of the registry must not replace a
-// restarted peer's connections with its predecessor's). The replaced
-// connections are closed outside the lock: relays still using them fail
-// with Canceled and are retried on the new ones.
+// install makes info the peer's current incarnation. The one installed
+// stays unless info names a newer process (a slow reader of the registry
+// must not replace a restarted peer's connections with its
+// predecessor's): a later-started one when both entries name their
+// process, else a newer epoch. Epochs alone cannot tell: after Redis lost
+// writes (a restore from an older snapshot, a failover to a replica that
+// missed them) a restarted peer may be issued the epoch its predecessor
+// had, or a lower one, and a peer kept by epoch would then be its dead
+// predecessor's, with its protocol version, for as long as the new
+// process lives. The replaced connections are closed outside the lock:
+// relays still using them fail with Canceled and are retried on the new
+// ones.
 func (ps *peers) install(info NodeInfo) (*peer, error) {
 	ps.mu.Lock()
 	if ps.closed {
 		ps.mu.Unlock()
 		return nil, errNodeStopping
 	}
-	if p := ps.m[info.ID]; p != nil && p.epoch >= info.Epoch {
-		ps.mu.Unlock()
-		if p.epoch > info.Epoch {
-			ps.n.probe(ProbePeerKeptNewer)
+	if p := ps.m[info.ID]; p != nil {
+		newer, rewound := p.replacedBy(info)
+		if !newer {
+			ps.mu.Unlock()
+			if p.epoch > info.Epoch || rewound {
+				ps.n.probe(ProbePeerKeptNewer)
+			}
+			p.read.Store(time.Now().UnixNano())
+			return p, nil
 		}
-		p.read.Store(time.Now().UnixNano())
-		return p, nil
+		if rewound {
+			ps.n.probe(ProbePeerNewerAtRewoundEpoch)
+		}
 	}
-	p := &peer{server: info.ID, epoch: info.Epoch, protocol: info.Protocol}
+	p := &peer{server: info.ID, epoch: info.Epoch, incarnation: info.Incarnation, protocol: info.Protocol}
 	p.spoken.Store(ProtocolLatest)
 	p.read.Store(time.Now().UnixNano())
 	ps.gen++

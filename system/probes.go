@@ -106,6 +106,9 @@ const (
 	ProbePeerForgetSpared = "peers.forget-spared-newer"
 	ProbePeerRereadFailed = "peers.reread-failed-kept-known"
 	ProbePeerDowngraded   = "peers.downgraded"
+	// ProbePeerNewerAtRewoundEpoch: a restarted peer's entry replaced the
+	// known one though its epoch did not move up (Redis lost writes).
+	ProbePeerNewerAtRewoundEpoch = "peers.newer-process-at-rewound-epoch"
 
 	// node.go, directory.go
 	ProbeNodeHeartbeatFailed     = "node.heartbeat-failed"
@@ -192,6 +195,7 @@ var probes = []ProbeInfo{
 	{ProbePeerForgetSpared, "a forget of an old incarnation spared the newer one installed meanwhile", "peers.go"},
 	{ProbePeerRereadFailed, "re-reading a known peer's registry entry failed: the known peer was kept", "peers.go"},
 	{ProbePeerDowngraded, "a peer was remembered to speak an older protocol", "peers.go"},
+	{ProbePeerNewerAtRewoundEpoch, "a later-started process of a peer replaced the known one at an epoch no higher than its (Redis lost the epoch's increment)", "peers.go"},
 
 	{ProbeNodeHeartbeatFailed, "a registry heartbeat failed", "node.go"},
 	{ProbeNodeHeartbeatSuperseded, "a heartbeat found a newer incarnation registered under the node's id: the node stopped heartbeating", "node.go"},

@@ -71,6 +71,7 @@ var probesOfTest = map[string][]string{
 	"TestStreamResendIsDeduplicated":                 {ProbeStreamRecvDuplicate},
 	"TestStreamLinkAfterEpochRewind":                 {ProbeStreamEpochRewound},
 	"TestStreamLinkReusedByANewIncarnation":          {ProbeStreamRecvReusedLink},
+	"TestPeerAtAReusedEpochIsTheNewProcess":          {ProbePeerNewerAtRewoundEpoch, ProbePeerReplaced},
 	"TestStaleLinkIsRefused":                         {ProbeStreamRecvOlderLink, ProbeStreamStaleRefused, ProbeStreamIsolated},
 	"TestTaskGatesTellCallerRunsFromWorkers":         {ProbeExecCallerRuns, ProbeExecPoolAtMax},
 	"TestTaskPanicIsLoggedAndObserved":               {ProbeExecPanic},

@@ -163,3 +163,85 @@ func TestStreamLinkReusedByANewIncarnation(t *testing.T) {
 		assert.Equal(t, seqRange(1, 5), bob.seqs("r"), "delivered within the second")
 	})
 }
+
+// TestPeerAtAReusedEpochIsTheNewProcess: Redis lost the increment of a
+// restarted node's epoch, so its next process (upgraded from v1 to v3)
+// is issued the epoch its predecessor had. Its peer's re-read of the
+// registry must take the new process, not keep the dead one's entry for
+// having the same epoch: before, n2 relayed to n1 in single mode (v1, the
+// predecessor's version) for as long as the new process lived.
+func TestPeerAtAReusedEpochIsTheNewProcess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		protocols := map[string]int{"n1": ProtocolV1, "n2": ProtocolLatest}
+		c := newCluster(t, ModeStream, 2, withConfig(func(cfg *Config) { cfg.Protocol = protocols[cfg.NodeID] }))
+		c.createRoom("r")
+		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
+		alice.join("r")
+		bob.join("r")
+		bob.send("r", "m1", "x")
+		c.settle()
+		require.Equal(t, []uint64{1}, alice.seqs("r"))
+		require.Equal(t, []Mode{ModeSingle}, c.rec.modesTo("n2", "n1"), "n1 speaks v1")
+		epoch := c.node("n1").Epoch()
+
+		c.node("n1").Kill()
+		c.settle()
+		time.Sleep(time.Millisecond) // another process, started later
+		ctx := context.Background()
+		require.NoError(t, c.rdb.Set(ctx, keyEpoch("n1"), epoch-1, 0).Err())
+		require.NoError(t, c.rdb.HSet(ctx, keyNode("n1"), "epoch", epoch-1).Err())
+		protocols["n1"] = ProtocolLatest
+		c.startNode("n1")
+		require.Equal(t, epoch, c.node("n1").Epoch(), "the same epoch again")
+		alice.connect("n1", nil)
+
+		// Past the peer's refresh interval, n2 reads n1's entry again.
+		time.Sleep(time.Minute)
+		bob.send("r", "m2", "x")
+		time.Sleep(time.Second) // virtual: the stream lingers and closes
+		c.settle()
+		assert.Equal(t, seqRange(1, 2), alice.seqs("r"))
+		assert.Equal(t, []Mode{ModeSingle, ModeStream}, c.rec.modesTo("n2", "n1"), "the new process speaks v3")
+	})
+}
+
+// TestPeerAtALowerEpochIsTheNewProcess: the same, with the restarted
+// node issued an epoch below its predecessor's (the restore went back
+// past two increments). The stale-epoch refusal already handled it (the
+// sender forgets the refused epoch and reads the registry again); this
+// keeps it so with peers ordered by process: a relay to the dead epoch is
+// refused, retried on the new process and delivered live.
+func TestPeerAtALowerEpochIsTheNewProcess(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ModeBulk, 2)
+		c.createRoom("r")
+		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
+		alice.join("r")
+		bob.join("r")
+		ctx := context.Background()
+		c.node("n1").Kill()
+		c.settle()
+		require.NoError(t, c.rdb.Set(ctx, keyEpoch("n1"), 10, 0).Err())
+		c.startNode("n1")
+		alice.connect("n1", nil)
+		bob.send("r", "m1", "x")
+		c.settle()
+		require.Equal(t, []uint64{1}, alice.seqs("r"))
+
+		c.node("n1").Kill()
+		c.settle()
+		time.Sleep(time.Millisecond)
+		require.NoError(t, c.rdb.Set(ctx, keyEpoch("n1"), 1, 0).Err())
+		require.NoError(t, c.rdb.HSet(ctx, keyNode("n1"), "epoch", 1).Err())
+		c.startNode("n1")
+		require.Equal(t, uint64(2), c.node("n1").Epoch(), "the epoch went backwards")
+		alice.connect("n1", nil)
+		bob.send("r", "m2", "x")
+		time.Sleep(time.Second) // virtual: a retry's back-off, well under the catch-up's 5 s
+		c.settle()
+		assert.Equal(t, seqRange(1, 2), alice.seqs("r"))
+		for _, d := range alice.deliveries() {
+			assert.False(t, d.FromLog, "seq %d delivered live, not left to the catch-up", d.Seq)
+		}
+	})
+}
