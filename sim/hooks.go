@@ -45,7 +45,11 @@ var (
 )
 
 func (h *nodeHooks) Gate(ctx context.Context, p system.Point) {
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Touch: h.c.tPoint(h.node, p)})
+	m := p.Msg
+	if m.Room == "" {
+		m, _ = system.MessageOf(ctx)
+	}
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Alias: msgAlias(m), Touch: h.c.tPoint(h.node, p)})
 	// Counted once released: between gates only the released goroutine
 	// touches shared state. A worker parked at its done gate still holds
 	// its task (it takes no other before passing it).
@@ -201,7 +205,8 @@ func (h *nodeHooks) redisGate(ctx context.Context, id string, units int, cmds ..
 		h.onStop = nil
 		f()
 	}
-	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: callTie(ctx), Extra: c.faults.spike(c.Now()), Units: units,
+	mctx, _ := system.MessageOf(ctx)
+	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: callTie(ctx), Alias: msgAlias(mctx), Extra: c.faults.spike(c.Now()), Units: units,
 		Touch: c.tRedis(node, cmds), Faults: c.offer(ExError)})
 	c.redisClock()
 	if c.Trace.Frozen() {
@@ -277,6 +282,18 @@ func (h *nodeHooks) dialOptions() []grpc.DialOption {
 	}
 }
 
+// msgAlias is the scheduler's alias (dst.GateSpec.Alias) of an op working
+// for m: its sender and client message id. Two messages Redis gave one
+// seq after it lost writes (a rewind, a failover) have ops whose ids,
+// which name the message by room and seq, are equal while both are in
+// flight.
+func msgAlias(m system.Message) string {
+	if m.ID == "" {
+		return ""
+	}
+	return m.Sender + " " + m.ID
+}
+
 // callTie tells apart the Redis commands of calls whose labels are the
 // same: the system labels a request's commands by what it asks ("join r1
 // u1"), so a client that repeats a request while the first is still held
@@ -317,8 +334,8 @@ func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
 // here) and labels the handler's work with the call's identity.
 func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := callID(ctx, info.FullMethod)
-	g := dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Units: recipientsOf(req), Touch: h.c.tNode(h.node)}
 	m, relayed := relayedOf(req)
+	g := dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Alias: msgAlias(m), Units: recipientsOf(req), Touch: h.c.tNode(h.node)}
 	if relayed {
 		g.FaultDelay = h.c.exploreDelay() // held past the caller's timeout
 	}
@@ -358,7 +375,9 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	key := h.node + "|" + id + "|" + attemptOf(ctx)
 	// A retry may wake from its back-off timer at the same instant as
 	// others: park before any fault decision or trace line.
-	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Units: recipientsOf(req),
+	m, _ := system.MessageOf(ctx)
+	alias := msgAlias(m)
+	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Alias: alias, Units: recipientsOf(req),
 		Touch: c.tCall(h.node, target), Faults: c.offer(ExDrop, ExLose)})
 	h.relayCall(method, target, false)
 	if m, ok := relayedOf(req); ok {
@@ -366,7 +385,6 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	}
 	nd := c.netDraws(key)
 	mix := c.faults.mix
-	m, _ := system.MessageOf(ctx)
 	switch {
 	case c.Net.Blocked(h.node, target):
 		return h.lost(ctx, model.FaultPartition, id, target)
@@ -377,12 +395,12 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 		d := nd.delayBy()
 		c.inject(injection{node: h.node, what: fmt.Sprintf("%s %s by %v", model.FaultDelay, id, d),
 			record: c.opFault(model.FaultDelay, m, false, h.node, target)})
-		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: "net.delay", ID: id + " " + attemptOf(ctx), Extra: d})
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: "net.delay", ID: id + " " + attemptOf(ctx), Alias: alias, Extra: d})
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	// The response wakes this goroutine outside the scheduler: park before
 	// touching shared state or the trace.
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx), Touch: c.tNode(h.node)})
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx), Alias: alias, Touch: c.tNode(h.node)})
 	if err == nil && f == ExLose {
 		return h.lost(ctx, model.FaultDropResponse, id, target)
 	}
@@ -391,7 +409,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 			record: c.opFault(model.FaultDuplicate, m, false, h.node, target)})
 		dctx := metadata.AppendToOutgoingContext(ctx, mdDup, "1")
 		_ = invoker(dctx, method, req, newReply(req), cc, opts...)
-		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " dup", Touch: c.tNode(h.node)})
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " dup", Alias: alias, Touch: c.tNode(h.node)})
 	}
 	if c.faults.on && err == nil && (c.Net.Blocked(target, h.node) || nd.hit(drawDropResponse, mix.DropResponse)) {
 		return h.lost(ctx, model.FaultDropResponse, id, target)
@@ -427,7 +445,7 @@ func (h *nodeHooks) lost(ctx context.Context, why model.FaultKind, id, target st
 	waited := c.timers.deadline()
 	<-ctx.Done()
 	waited()
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " lost", Touch: c.tNode(h.node)})
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx) + " lost", Alias: msgAlias(m), Touch: c.tNode(h.node)})
 	return status.FromContextError(ctx.Err()).Err()
 }
 
@@ -451,7 +469,7 @@ func relayedOf(req any) (system.Message, bool) {
 	if m == nil {
 		return system.Message{}, false
 	}
-	return system.Message{Room: m.GetRoom(), Seq: m.GetSeq()}, true
+	return system.Message{Room: m.GetRoom(), Seq: m.GetSeq(), Sender: m.GetSender(), ID: m.GetMsgId()}, true
 }
 
 func newReply(req any) any {

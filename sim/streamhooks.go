@@ -100,7 +100,8 @@ func (s *simClientStream) SendMsg(m any) error {
 		return s.ClientStream.SendMsg(m)
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
-	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Units: len(it.Recipients),
+	alias := msgAlias(system.Message{Sender: it.GetMessage().GetSender(), ID: it.GetMessage().GetMsgId()})
+	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Alias: alias, Units: len(it.Recipients),
 		Touch: c.tCall(h.node, s.target), Faults: c.offer(ExDrop)})
 	c.rec.relayed(it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), s.target, len(it.Recipients))
 	if err := s.cutErr(); err != nil {
@@ -118,14 +119,14 @@ func (s *simClientStream) SendMsg(m any) error {
 	}
 	if nd.hit(drawDelay, c.faults.mix.Delay) {
 		d := nd.delayBy()
-		m := system.Message{Room: it.GetMessage().GetRoom(), Seq: it.GetMessage().GetSeq()}
+		m := system.Message{Room: it.GetMessage().GetRoom(), Seq: it.GetMessage().GetSeq(), Sender: it.GetMessage().GetSender(), ID: it.GetMessage().GetMsgId()}
 		c.inject(injection{node: h.node, what: fmt.Sprintf("%s %s %s by %v", model.FaultDelay, s.id, item, d),
 			record: c.opFault(model.FaultDelay, m, false, h.node, s.target)})
-		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: "net.delay", ID: s.id + " " + item, Extra: d})
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: "net.delay", ID: s.id + " " + item, Alias: alias, Extra: d})
 	}
 	err := s.ClientStream.SendMsg(m)
 	if err != nil {
-		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " " + item + " failed", Touch: c.tNode(h.node)})
+		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " " + item + " failed", Alias: alias, Touch: c.tNode(h.node)})
 		if cut := s.cutErr(); cut != nil {
 			return cut // the receiver's side broke it: not a race inside gRPC
 		}
@@ -293,7 +294,8 @@ func (s *serverRelayStream) RecvMsg(m any) error {
 		return err
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Units: len(it.Recipients), Touch: h.c.tNode(h.node)})
+	alias := msgAlias(system.Message{Sender: it.GetMessage().GetSender(), ID: it.GetMessage().GetMsgId()})
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Alias: alias, Units: len(it.Recipients), Touch: h.c.tNode(h.node)})
 	if from, _, ok := strings.Cut(it.Link, "@"); ok {
 		s.from = from
 	}

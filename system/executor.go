@@ -42,7 +42,7 @@ type ExecutorConfig struct {
 	// AfterTask, if set, is called in a worker after each task and before
 	// it takes the next one; never after a caller-runs task. It may block
 	// like BeforeTask.
-	AfterTask func(label string)
+	AfterTask func(ctx context.Context, label string)
 
 	// OnPanic, if set, is called with a task's label and the recovered value
 	// after a task (or BeforeTask) panicked. The panic is contained either
@@ -326,7 +326,7 @@ func (e *Executor) work(w *worker, t task) {
 		if e.cfg.AfterTask != nil {
 			// Before the worker looks at the queue again: a task that ended
 			// because something woke it must not race a concurrent Submit.
-			e.cfg.AfterTask(t.label)
+			e.cfg.AfterTask(t.ctx, t.label)
 		}
 	}
 	exited = true

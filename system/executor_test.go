@@ -280,7 +280,7 @@ func TestExecutorBeforeTask(t *testing.T) {
 			if g := gates[label]; g != nil {
 				<-g
 			}
-		}, AfterTask: done.record})
+		}, AfterTask: func(_ context.Context, label string) { done.record(label) }})
 		var workerRan, callerRan bool
 
 		// Worker path: Submit returns while BeforeTask is parked on the worker.

@@ -20,7 +20,7 @@ func (n *Node) dispatch(m *relaypb.RelayedMessage, members []string, retry bool)
 	if retry {
 		id = fmt.Sprintf("%s#%d retry%d", m.Room, m.Seq, n.nextRetry())
 	}
-	ctx := WithMessage(WithLabel(n.ctx, "dispatch "+id), Message{Room: m.Room, Seq: m.Seq, Retry: retry})
+	ctx := WithMessage(WithLabel(n.ctx, "dispatch "+id), Message{Room: m.Room, Seq: m.Seq, Retry: retry, Sender: m.Sender, ID: m.MsgId})
 	mode := n.Mode()
 	ev := DispatchEvent{Node: n.cfg.NodeID, Room: m.Room, Seq: m.Seq, Mode: mode, Retry: retry, Members: members}
 	var remote []string

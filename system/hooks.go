@@ -128,14 +128,16 @@ func Label(ctx context.Context) string {
 }
 
 // Message names the message an operation works for, as data: its room and
-// sequence number, and whether the operation belongs to a retried
-// dispatch. Labels are for people; an embedder that needs to know which
-// message an operation serves (a Redis command, a relay call, a task)
-// reads Point.Msg or MessageOf.
+// sequence number, whether the operation belongs to a retried dispatch,
+// and its sender and client message id (which tell apart two messages
+// Redis gave the same seq after it lost writes). Labels are for people; an
+// embedder that needs to know which message an operation serves (a Redis
+// command, a relay call, a task) reads Point.Msg or MessageOf.
 type Message struct {
-	Room  string
-	Seq   uint64
-	Retry bool
+	Room       string
+	Seq        uint64
+	Retry      bool
+	Sender, ID string
 }
 
 type messageKey struct{}
@@ -148,7 +150,9 @@ func WithMessage(ctx context.Context, m Message) context.Context {
 }
 
 // messageOf names a relayed message.
-func messageOf(m *relaypb.RelayedMessage) Message { return Message{Room: m.GetRoom(), Seq: m.GetSeq()} }
+func messageOf(m *relaypb.RelayedMessage) Message {
+	return Message{Room: m.GetRoom(), Seq: m.GetSeq(), Sender: m.GetSender(), ID: m.GetMsgId()}
+}
 
 // MessageOf returns the message ctx works for, if any.
 func MessageOf(ctx context.Context) (Message, bool) {

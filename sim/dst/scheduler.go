@@ -2,6 +2,7 @@ package dst
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing/synctest"
@@ -39,6 +40,7 @@ type Op struct {
 	// of an owner.
 	owner   any
 	arrival uint64
+	alias   string // GateSpec.Alias
 	delayed bool
 	booked  bool // the resource model booked a resource until ReadyAt
 	release chan struct{}
@@ -121,6 +123,14 @@ type GateSpec struct {
 	// holds, so keys that differed before keep their order and only equal
 	// ones are ordered by their ties.
 	Tie string
+	// Alias, for an op whose id may be shared by another op only when the
+	// system under test reuses an identity it should not (two messages
+	// given one seq after Redis lost writes), is the op's own identity:
+	// when two ops with aliases that differ park under one key at once,
+	// both are renamed key, NUL, alias (in whichever order they arrived),
+	// and it is not a collision. Unlike Tie it changes no key of a run
+	// without that reuse.
+	Alias string
 	// Extra delays the op beyond its latency (a fault).
 	Extra time.Duration
 	// Units sizes the op for the resource model (see Op.Units).
@@ -171,9 +181,15 @@ func (s *Scheduler) Gate(g GateSpec) string {
 	if s.latency != nil {
 		op.ReadyAt += s.latency(g.Node, g.Kind, g.ID)
 	}
-	if _, dup := s.parked[key]; dup {
-		s.Collisions = append(s.Collisions, key)
-		op.Key = fmt.Sprintf("%s#collision%d", key, len(s.Collisions))
+	op.alias = g.Alias
+	if old, dup := s.parked[key]; dup {
+		if old.alias != "" && op.alias != "" && old.alias != op.alias {
+			s.rekey(old, key+"\x00"+old.alias)
+			op.Key = key + "\x00" + op.alias
+		} else {
+			s.Collisions = append(s.Collisions, key)
+			op.Key = fmt.Sprintf("%s#collision%d", key, len(s.Collisions))
+		}
 	}
 	s.arrived++
 	op.arrival = s.arrived
@@ -189,6 +205,19 @@ func (s *Scheduler) Gate(g GateSpec) string {
 	}
 	<-op.release
 	return op.fault
+}
+
+// rekey moves a parked op to another key, keeping the order of s.sorted.
+// Called with s.lock held.
+func (s *Scheduler) rekey(op *Op, key string) {
+	delete(s.parked, op.Key)
+	if i := slices.Index(s.sorted, op); i >= 0 {
+		s.sorted = slices.Delete(s.sorted, i, i+1)
+	}
+	op.Key = key
+	s.parked[key] = op
+	i := sort.Search(len(s.sorted), func(i int) bool { return s.sorted[i].Key >= key })
+	s.sorted = slices.Insert(s.sorted, i, op)
 }
 
 // Hold stops owner for good, as a crash stops a process: its parked ops
