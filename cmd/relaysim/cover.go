@@ -239,7 +239,7 @@ func (s *coverSession) report() (string, error) {
 		var st coverStats
 		st, s.err = writeCoverReport(s.dir, []string{s.data})
 		if s.err == nil {
-			s.line = coverLine(st.percent(), "")
+			s.line = st.line("")
 		}
 	}
 	return s.line, s.err
@@ -422,7 +422,7 @@ func cmdCover(args []string, stdout, stderr io.Writer) int {
 		more = probes.share()
 	}
 	fmt.Fprintf(stdout, "merged: the counters of %d commands in %s\n", len(data), dir)
-	fmt.Fprintln(stdout, coverLine(st.percent(), more))
+	fmt.Fprintln(stdout, st.line(more))
 	return exitOK
 }
 

@@ -29,14 +29,38 @@ type coverBlock struct {
 	stmts, count               int
 }
 
-// coverStats counts system/'s statements and those run.
-type coverStats struct{ stmts, covered int }
+// coverStats counts system/'s statements and those run; aside and
+// asideRan count those of them set aside (coverAsideFile).
+type coverStats struct{ stmts, covered, aside, asideRan int }
 
 func (s coverStats) percent() float64 {
 	if s.stmts == 0 {
 		return 0
 	}
 	return 100 * float64(s.covered) / float64(s.stmts)
+}
+
+// rest is the share of the statements not set aside that ran.
+func (s coverStats) rest() float64 {
+	if s.stmts-s.aside == 0 {
+		return 0
+	}
+	return 100 * float64(s.covered-s.asideRan) / float64(s.stmts-s.aside)
+}
+
+// line is the cover: line of these statements, more (probes) after.
+func (s coverStats) line(more string) string {
+	switch {
+	case s.aside > 0 && more != "":
+		more = s.restPart() + ", " + more
+	case s.aside > 0:
+		more = s.restPart()
+	}
+	return coverLine(s.percent(), more)
+}
+
+func (s coverStats) restPart() string {
+	return fmt.Sprintf("%.1f%% of the %d not set aside", s.rest(), s.stmts-s.aside)
 }
 
 // writeCoverReport merges the counters in the data directories (go tool
@@ -75,21 +99,19 @@ func writeCoverReport(dir string, data []string) (coverStats, error) {
 	if len(blocks) == 0 {
 		return coverStats{}, fmt.Errorf("the counters hold no block of %s: the runner was built without coverage of it (%s)", systemPkg, coverBuildCommand("relaysim"))
 	}
-	var st coverStats
-	for _, b := range blocks {
-		st.stmts += b.stmts
-		if b.count > 0 {
-			st.covered += b.stmts
-		}
+	funcs, err := systemFuncs(root, blocks)
+	if err != nil {
+		return coverStats{}, err
 	}
+	aside, err := readCoverAside(root)
+	if err != nil {
+		return coverStats{}, err
+	}
+	st := countCover(blocks, funcs, aside)
 	if err := os.WriteFile(filepath.Join(dir, coverOut), []byte(formatProfile(mode, blocks)), 0o644); err != nil {
 		return st, err
 	}
-	funcs, err := systemFuncs(root, blocks)
-	if err != nil {
-		return st, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, uncoveredTxt), []byte(formatUncovered(st, blocks, funcs)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, uncoveredTxt), []byte(formatUncovered(st, blocks, funcs, aside)), 0o644); err != nil {
 		return st, err
 	}
 	h := exec.Command("go", "tool", "cover", "-html="+filepath.Join(dir, coverOut), "-o="+filepath.Join(dir, coverHTML))
@@ -98,6 +120,35 @@ func writeCoverReport(dir string, data []string) (coverStats, error) {
 		return st, fmt.Errorf("go tool cover -html: %v\n%s", err, out)
 	}
 	return st, nil
+}
+
+// countCover counts the blocks' statements, those run, and those of them
+// set aside (each entry of aside counting its own).
+func countCover(blocks []coverBlock, funcs []coverFunc, aside []*coverAside) coverStats {
+	var st coverStats
+	for _, b := range blocks {
+		st.stmts += b.stmts
+		ran := 0
+		if b.count > 0 {
+			ran = b.stmts
+		}
+		st.covered += ran
+		if a := matchAside(aside, b, funcOf(funcs, b)); a != nil {
+			a.stmts += b.stmts
+			a.ran += ran
+			st.aside += b.stmts
+			st.asideRan += ran
+		}
+	}
+	return st
+}
+
+// funcOf is the function that holds b, or nil.
+func funcOf(funcs []coverFunc, b coverBlock) *coverFunc {
+	if i := slices.IndexFunc(funcs, func(f coverFunc) bool { return f.holds(b) }); i >= 0 {
+		return &funcs[i]
+	}
+	return nil
 }
 
 // parseProfile reads a textfmt profile; a block listed more than once
@@ -261,9 +312,12 @@ func funcName(fd *ast.FuncDecl) string {
 
 // formatUncovered lists, function by function in file order, the blocks
 // never run, each function with the share of its statements run.
-func formatUncovered(st coverStats, blocks []coverBlock, funcs []coverFunc) string {
+func formatUncovered(st coverStats, blocks []coverBlock, funcs []coverFunc, aside []*coverAside) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# system/ (generated system/relaypb left out): %.1f%% of statements run, %d of %d\n", st.percent(), st.covered, st.stmts)
+	if len(aside) > 0 {
+		fmt.Fprintf(&sb, "# not set aside (%s, listed at the end): %s, %d of them run\n", coverAsideFile, st.restPart(), st.covered-st.asideRan)
+	}
 	fmt.Fprintf(&sb, "# the blocks never run (file:line.col,line.col and their statements), by function in file order\n")
 	type group struct {
 		fn         coverFunc
@@ -274,6 +328,9 @@ func formatUncovered(st coverStats, blocks []coverBlock, funcs []coverFunc) stri
 	byFunc := map[int]*group{}
 	outside := &group{fn: coverFunc{name: "(outside any function)"}}
 	for _, b := range blocks {
+		if matchAside(aside, b, funcOf(funcs, b)) != nil {
+			continue
+		}
 		g := outside
 		if i := slices.IndexFunc(funcs, func(f coverFunc) bool { return f.holds(b) }); i >= 0 {
 			if g = byFunc[i]; g == nil {
@@ -300,6 +357,19 @@ func formatUncovered(st coverStats, blocks []coverBlock, funcs []coverFunc) stri
 		fmt.Fprintf(&sb, "\n%s:%d %s: %.1f%% of %d statements\n", short(g.fn.file), g.fn.startL, g.fn.name, 100*float64(g.ran)/float64(max(g.stmts, 1)), g.stmts)
 		for _, b := range g.never {
 			fmt.Fprintf(&sb, "  %s:%s (%d)\n", short(b.file), b.pos(), b.stmts)
+		}
+	}
+	if len(aside) > 0 {
+		fmt.Fprintf(&sb, "\n# set aside (%s): %d statements, %d of them run\n", coverAsideFile, st.aside, st.asideRan)
+		for _, a := range aside {
+			what := a.fn
+			if a.pos != "" {
+				what = a.pos
+			}
+			fmt.Fprintf(&sb, "%s %s: %d of %d statements run -- %s\n", strings.TrimPrefix(a.file, "github.com/relaysim/relaysim/"), what, a.ran, a.stmts, a.reason)
+		}
+		if u := unmatchedAside(aside); len(u) > 0 {
+			fmt.Fprintf(&sb, "# entries that match no statement (renamed or moved?): %s\n", strings.Join(u, ", "))
 		}
 	}
 	return sb.String()
