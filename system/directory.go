@@ -474,19 +474,41 @@ func (d *Directory) Register(ctx context.Context, info NodeInfo, ttl time.Durati
 }
 
 // heartbeatScript re-publishes a registry entry (KEYS[1]) unless a newer
-// incarnation of the node registered: the entry names a newer epoch, or
-// the node's epoch counter (KEYS[2]) issued one. ARGV: addr, epoch,
-// protocol, TTL in ms, incarnation. It compares epochs, never asks them to be equal:
-// after Redis lost writes (restored from an older snapshot, a failover to
-// a replica missing the last ones) the entry and the counter may be older
-// than the live node's epoch, and the node must still heartbeat; then it
-// moves the counter up to its epoch, so the next incarnation is issued a
-// newer one than it. Returns 1, or 0 for a superseded node.
+// incarnation of the node registered. ARGV: addr, epoch, protocol, TTL in
+// ms, incarnation (Node.incarnation: the process's start time, base 36;
+// "" from a caller that has none).
+//
+// When the entry names another process and both name one, the
+// later-started process is the newer: an older one is refused whatever
+// the epochs say, and a newer one writes over an older one's entry even
+// at a lower epoch. Epochs cannot tell after Redis lost writes (restored
+// from an older snapshot, a failover to a replica missing the last ones):
+// a process started before the loss may hold a higher epoch than one
+// started after it, and it must not take the entry back (its stop would
+// then delete it, and the live process would stay unregistered).
+//
+// Otherwise epochs decide, and a node is refused when the entry names a
+// newer epoch or the node's epoch counter (KEYS[2]) issued one (a newer
+// incarnation between its increment and its first heartbeat). It compares
+// epochs, never asks them to be equal: after Redis lost writes the entry
+// and the counter may be older than the live node's epoch, and the node
+// must still heartbeat; then it moves the counter up to its epoch, so the
+// next incarnation is issued a newer one than it. Base-36 start times of
+// one length order as strings. Returns 1, or 0 for a superseded node.
 var heartbeatScript = newScript(`
 local mine = tonumber(ARGV[2])
+local me = ARGV[5]
 local cur = tonumber(redis.call('HGET', KEYS[1], 'epoch') or '0')
+local them = redis.call('HGET', KEYS[1], 'incarnation') or ''
 local issued = tonumber(redis.call('GET', KEYS[2]) or '0')
-if cur > mine or issued > mine then return 0 end
+local order = 0
+if me ~= '' and them ~= '' and them ~= me then
+  if #them ~= #me then
+    if #them > #me then order = 1 else order = -1 end
+  elseif them > me then order = 1 else order = -1 end
+end
+if order == 1 then return 0 end
+if order == 0 and (cur > mine or issued > mine) then return 0 end
 if issued < mine then redis.call('SET', KEYS[2], ARGV[2]) end
 redis.call('HSET', KEYS[1], 'addr', ARGV[1], 'epoch', ARGV[2], 'protocol', ARGV[3], 'incarnation', ARGV[5])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
@@ -515,11 +537,16 @@ func (d *Directory) Heartbeat(ctx context.Context, n NodeInfo, ttl time.Duration
 }
 
 // deregisterScript deletes a registry entry only if it still names the
-// given epoch: one command, so a new incarnation that registers while the
+// given epoch (ARGV[1]) and, when both name one, the stopping process
+// (ARGV[2]): one command, so a new incarnation that registers while the
 // old one stops (an overlapping restart) cannot lose its entry between a
-// read and a delete.
+// read and a delete, nor one issued the same epoch after Redis lost
+// writes.
 var deregisterScript = newScript(`
-if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+local them = redis.call('HGET', KEYS[1], 'incarnation') or ''
+if redis.call('HGET', KEYS[1], 'epoch') == ARGV[1] and (ARGV[2] == '' or them == '' or them == ARGV[2]) then
+  return redis.call('DEL', KEYS[1])
+end
 return 0
 `)
 
@@ -537,7 +564,7 @@ func (d *Directory) Deregister(ctx context.Context, n NodeInfo) error {
 		return d.rdb.Del(ctx, keyNode(n.ID)).Err()
 	}
 	epoch := strconv.FormatUint(n.Epoch, 10)
-	deleted, err := deregisterScript.Run(ctx, d.rdb, []string{keyNode(n.ID)}, epoch).Int()
+	deleted, err := deregisterScript.Run(ctx, d.rdb, []string{keyNode(n.ID)}, epoch, n.Incarnation).Int()
 	if err != nil {
 		return fmt.Errorf("deregister %s epoch %d: %w", n.ID, n.Epoch, err)
 	}

@@ -222,7 +222,7 @@ func (n *Node) Stop(ctx context.Context) {
 	for _, s := range n.sessionList() {
 		s.close(errNodeStopping)
 	}
-	if err := n.dir.Deregister(WithLabel(ctx, "stop "+n.cfg.NodeID), NodeInfo{ID: n.cfg.NodeID, Epoch: n.epoch}); err != nil {
+	if err := n.dir.Deregister(WithLabel(ctx, "stop "+n.cfg.NodeID), n.info(n.epoch)); err != nil {
 		n.probe(ProbeNodeDeregisterFailed)
 	}
 	graceful := make(chan struct{})

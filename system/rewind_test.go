@@ -245,3 +245,60 @@ func TestPeerAtALowerEpochIsTheNewProcess(t *testing.T) {
 		}
 	})
 }
+
+// TestOlderProcessAtAHigherEpochStaysSuperseded: an older process of n1
+// (L, epoch 11) lives on, cut off from its peers but not from Redis,
+// while Redis is restored from a snapshot taken before L's epoch was
+// issued, and a newer process N starts at epoch 2. Before, L's heartbeat
+// took the registry back (its epoch is higher), N found itself
+// superseded and stopped heartbeating, and L's stop then deleted the
+// entry: peers found n1 unregistered and every relay to its users was
+// left to the catch-up for as long as N lived. The later-started process
+// holds the entry (the scripts compare incarnations when both name one).
+func TestOlderProcessAtAHigherEpochStaysSuperseded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ModeBulk, 2)
+		c.createRoom("r")
+		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
+		alice.join("r")
+		bob.join("r")
+		ctx := context.Background()
+		a := c.node("n1")
+		require.NoError(t, c.rdb.Set(ctx, keyEpoch("n1"), 10, 0).Err())
+		time.Sleep(time.Millisecond)
+		older := c.startNode("n1") // L, overlapping A
+		require.Equal(t, uint64(11), older.Epoch())
+		a.Kill()
+		c.settle()
+
+		// The restore: the counter and the entry as they were at epoch 1.
+		require.NoError(t, c.rdb.Set(ctx, keyEpoch("n1"), 1, 0).Err())
+		require.NoError(t, c.rdb.HSet(ctx, keyNode("n1"), "epoch", 1, "incarnation", a.incarnation).Err())
+		time.Sleep(time.Millisecond)
+		newer := c.startNode("n1") // N
+		require.Equal(t, uint64(2), newer.Epoch())
+		alice.connect("n1", nil)
+
+		// Both heartbeat a few times; then L stops (its operator's restart
+		// finally ends it).
+		time.Sleep(time.Minute)
+		c.settle()
+		info, err := newer.Directory().LookupNode(ctx, "n1")
+		require.NoError(t, err)
+		assert.Equal(t, newer.incarnation, info.Incarnation, "the newer process holds the entry")
+		older.Stop(ctx)
+		c.settle()
+		info, err = newer.Directory().LookupNode(ctx, "n1")
+		require.NoError(t, err, "the older process's stop left the newer one's entry")
+		assert.Equal(t, uint64(2), info.Epoch)
+
+		time.Sleep(time.Minute) // past every peer's refresh
+		bob.send("r", "m1", "x")
+		time.Sleep(time.Second)
+		c.settle()
+		assert.Equal(t, []uint64{1}, alice.seqs("r"))
+		for _, d := range alice.deliveries() {
+			assert.False(t, d.FromLog, "seq %d delivered live, not left to the catch-up", d.Seq)
+		}
+	})
+}
