@@ -60,6 +60,16 @@ type ExploreOptions struct {
 	Fixed map[string]bool
 	// Overridden is what parseExplore left out of a story's arguments.
 	Overridden []string
+	// Iterate runs the search at bound 0, 1, ... up to Bound (none: until
+	// a bound refuses nothing), stopping at the first bound with a
+	// violation (dst.IterateBounds); Limit is then the whole iteration's.
+	Iterate bool
+	// Sample, when > 0, is the schedules a PCT sampler of depth
+	// SampleDepth and seed SampleSeed draws after a search stopped by its
+	// limit, its time budget or the caller (exploreSample).
+	Sample      int
+	SampleDepth int
+	SampleSeed  dst.Seed
 }
 
 // DefaultExploreOptions: unbounded, no faults, a 3 s horizon, a 2 s drain.
@@ -114,6 +124,38 @@ type ExploreReport struct {
 	// the classifier could not show (an unknown command, a script it
 	// cannot check): they were taken to touch everything (sound, slower).
 	Unknown map[string]int
+	// FirstViolation is how many schedules the search ran until the
+	// first failing one, that one included (0: none failed): over the
+	// bounds in order when iterated, then the PCT fallback's.
+	FirstViolation int
+	// BoundHeld counts the default picks the bound held back
+	// (dst.Explorer.BoundHeld): with BoundHit, what the bound refused.
+	BoundHeld int
+	// Iteration and Bounds, for an iterated search (ExploreOptions.Iterate):
+	// what iterating found, and each bound's own report. The report's
+	// counts are then the iteration's: schedules, terminal states,
+	// probes and violations over every bound; its cuts, horizon cut and
+	// StoppedBy the last bound's; Exhausted when every bound's was.
+	Iteration *dst.Iteration
+	Bounds    []*ExploreReport
+	// Sampled is the PCT fallback's, when it ran: its schedules are not
+	// counted in Schedules, its failing ones are in Failing and its first
+	// few in Violations (each replays as any schedule does).
+	Sampled *SampleReport
+	// firstDepth is the choices of the search's first schedule (the
+	// default picks: the same however the search is stopped), the
+	// sampler's first guess of a run's length.
+	firstDepth int
+}
+
+// SampleReport is what the PCT fallback drew after a search that could
+// not finish.
+type SampleReport struct {
+	Fallback dst.Fallback
+	// Terminal counts the distinct terminal states the sampled schedules
+	// reached; New those the search had not; Faults the sampled
+	// schedules that chose at least one fault.
+	Terminal, New, Faults int
 }
 
 // StaleScheduleError is a replayed schedule that diverged on a build
@@ -281,12 +323,30 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 	if err != nil {
 		return nil, badInput(err)
 	}
-	ex := dst.NewExplorer(o.Reduce, o.Bound, o.Budget)
-	ex.Replay = o.Replay
-	ex.DepthBudget = o.Depth
 	// Every schedule builds and drops a whole cluster: a laxer collector
 	// saves about a seventh of the CPU (measured on send-races-leave).
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
+	var r *ExploreReport
+	if o.Iterate && o.Replay == nil {
+		r, err = exploreIterate(setup, steps, mode, o)
+	} else {
+		r, err = exploreSearch(setup, steps, mode, o)
+	}
+	if err != nil || o.Replay != nil || o.Sample <= 0 {
+		return r, err
+	}
+	switch r.StoppedBy {
+	case "limit", "time", "stop": // not "first": that stop was asked for
+		return r, exploreSample(setup, steps, mode, o, r)
+	}
+	return r, nil
+}
+
+// exploreSearch is one search of a story's steps at o's bound.
+func exploreSearch(setup []*datadriven.TestData, steps []exploreStep, mode system.Mode, o ExploreOptions) (*ExploreReport, error) {
+	ex := dst.NewExplorer(o.Reduce, o.Bound, o.Budget)
+	ex.Replay = o.Replay
+	ex.DepthBudget = o.Depth
 	r := &ExploreReport{Mode: mode, Opts: o, Terminal: map[string]bool{}, Unknown: map[string]int{}, Probes: map[string]int{}, Overridden: o.Overridden}
 	for {
 		one, err := exploreRun(setup, steps, mode, o, ex)
@@ -321,6 +381,9 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 		}
 		if len(vs) > 0 {
 			r.Failing++
+			if r.FirstViolation == 0 {
+				r.FirstViolation = ex.Schedules
+			}
 		}
 		if len(vs) > 0 && len(r.Violations) < maxViolations {
 			v := ExploreViolation{Schedule: ex.Schedule(), Violations: vs, Trace: trace.Tail(80), History: h}
@@ -329,8 +392,12 @@ func Explore(setup []*datadriven.TestData, d *datadriven.TestData, mode system.M
 			}
 			r.Violations = append(r.Violations, v)
 		}
+		if ex.Schedules == 1 {
+			r.firstDepth = len(ex.Schedule())
+		}
 		more := ex.Next() // analyses the run: the counts below include it
 		r.Schedules, r.Blocked, r.MaxDepth, r.BoundHit, r.BudgetHit, r.DepthHit = ex.Schedules, ex.Blocked, ex.MaxDepth, ex.BoundHit, ex.BudgetHit, ex.DepthHit
+		r.BoundHeld = ex.BoundHeld
 		r.BudgetHitBy = ex.BudgetHitBy
 		if !more {
 			r.Exhausted = o.Replay == nil && r.DepthHit == 0 && r.HorizonCut == 0
@@ -515,34 +582,10 @@ func sortedStrings[V any](m map[string]V) []string {
 func (r *ExploreReport) String() string {
 	var b strings.Builder
 	o := r.Opts
-	fmt.Fprintf(&b, "bound=%s budgets: %s\n", boundString(o.Bound), formatBudget(o.Budget))
-	if len(r.Overridden) > 0 {
-		fmt.Fprintf(&b, "the command line overrides the story's %s\n", strings.Join(r.Overridden, ", "))
-	}
-	fmt.Fprintf(&b, "schedules: %d (redundant %d), terminal states: %d, max depth: %d\n", r.Schedules, r.Blocked, len(r.Terminal), r.MaxDepth)
-	fmt.Fprintf(&b, "cut by the bound: %d, by the budgets: %d, with a fault: %d\n", r.BoundHit, r.BudgetHit, r.Faults)
-	if len(r.BudgetHitBy) > 0 {
-		var parts []string
-		for _, k := range sortedStrings(r.BudgetHitBy) {
-			parts = append(parts, fmt.Sprintf("%s=%d", k, r.BudgetHitBy[k]))
-		}
-		fmt.Fprintf(&b, "cut by each budget: %s\n", strings.Join(parts, " "))
-	}
-	if r.DepthHit > 0 {
-		fmt.Fprintf(&b, "cut by the depth budget (%d choices): %d\n", o.Depth, r.DepthHit)
-	}
-	if r.HorizonCut > 0 {
-		var by []string
-		for _, w := range horizonWorkOrder {
-			if n := r.HorizonCutBy[w]; n > 0 {
-				by = append(by, fmt.Sprintf("%s %d", w, n))
-			}
-		}
-		fmt.Fprintf(&b, "cut by the horizon (%v) with work pending: %d", o.Horizon, r.HorizonCut)
-		if len(by) > 0 {
-			fmt.Fprintf(&b, " (%s)", strings.Join(by, ", "))
-		}
-		b.WriteString("\n")
+	if r.Iteration != nil {
+		r.iteratedString(&b)
+	} else {
+		r.cutString(&b)
 	}
 	switch r.StoppedBy {
 	case "limit":
@@ -571,11 +614,50 @@ func (r *ExploreReport) String() string {
 	} else {
 		fmt.Fprintf(&b, "probes hit (schedules): 0 of %d\n", len(system.Probes()))
 	}
+	if r.Sampled != nil {
+		fmt.Fprintf(&b, "%s\n", r.Sampled.Fallback)
+		fmt.Fprintf(&b, "PCT terminal states: %d, not reached by the search: %d, with a fault: %d\n", r.Sampled.Terminal, r.Sampled.New, r.Sampled.Faults)
+	}
 	fmt.Fprintf(&b, "exhausted: %s, violations: %d\n", map[bool]string{true: "yes", false: "no"}[r.Exhausted], r.Failing)
 	for _, v := range r.Violations {
 		fmt.Fprintf(&b, "  %s\n", model.Summarize(v.Violations))
 	}
 	return b.String()
+}
+
+// cutString is a search's size and what cut it (an iterated search says
+// the same per bound: iteratedString).
+func (r *ExploreReport) cutString(b *strings.Builder) {
+	o := r.Opts
+	fmt.Fprintf(b, "bound=%s budgets: %s\n", boundString(o.Bound), formatBudget(o.Budget))
+	if len(r.Overridden) > 0 {
+		fmt.Fprintf(b, "the command line overrides the story's %s\n", strings.Join(r.Overridden, ", "))
+	}
+	fmt.Fprintf(b, "schedules: %d (redundant %d), terminal states: %d, max depth: %d\n", r.Schedules, r.Blocked, len(r.Terminal), r.MaxDepth)
+	fmt.Fprintf(b, "cut by the bound: %d, by the budgets: %d, with a fault: %d\n", r.BoundHit, r.BudgetHit, r.Faults)
+	if len(r.BudgetHitBy) > 0 {
+		var parts []string
+		for _, k := range sortedStrings(r.BudgetHitBy) {
+			parts = append(parts, fmt.Sprintf("%s=%d", k, r.BudgetHitBy[k]))
+		}
+		fmt.Fprintf(b, "cut by each budget: %s\n", strings.Join(parts, " "))
+	}
+	if r.DepthHit > 0 {
+		fmt.Fprintf(b, "cut by the depth budget (%d choices): %d\n", o.Depth, r.DepthHit)
+	}
+	if r.HorizonCut > 0 {
+		var by []string
+		for _, w := range horizonWorkOrder {
+			if n := r.HorizonCutBy[w]; n > 0 {
+				by = append(by, fmt.Sprintf("%s %d", w, n))
+			}
+		}
+		fmt.Fprintf(b, "cut by the horizon (%v) with work pending: %d", o.Horizon, r.HorizonCut)
+		if len(by) > 0 {
+			fmt.Fprintf(b, " (%s)", strings.Join(by, ", "))
+		}
+		b.WriteString("\n")
+	}
 }
 
 // boundString is a bound as a story writes it (none for < 0).

@@ -58,6 +58,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	fs.String("mutant", "", mutantFlagUsage) // taken out before parsing: main.go, mutant.go
 	fs.String("cover", "", coverFlagUsage)   // taken out before parsing: main.go, cover.go
 	first := fs.Bool("first", false, "stop each search at its first violation (the search then says exhausted=no)")
+	iterate := fs.Bool("iterate", false, "iterate the bound: search at bound 0, 1, ... up to -bound (or the story's bound=; none: until a bound refuses nothing), stopping at the first bound with a violation; -limit is then the whole iteration's")
+	pct := fs.Int("pct", 0, "when a search is stopped by -limit or -time, draw this many more schedules with PCT (0: none); its budget is schedules, so its draws are the same every time")
+	pctDepth := fs.Int("pct-depth", 3, "priority change points of each -pct schedule")
+	pctSeed := fs.String("seed", "0x2a", "the -pct sampler's seed, hex (0x2a) or decimal")
 	if err := parseFlags(fs, args, stdout); err != nil {
 		if errors.Is(err, errHelp) {
 			return exitOK
@@ -111,6 +115,15 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	}
 	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays}
 	def.Horizon, def.Drain, def.Limit, def.Reduce, def.Depth = *horizon, *drain, *limit, *reduce, *depth
+	def.Iterate, def.Sample, def.SampleDepth = *iterate, *pct, *pctDepth
+	if *pct < 0 || *pctDepth < 0 {
+		return bad("-pct %d -pct-depth %d: want counts (0 or more)", *pct, *pctDepth)
+	}
+	seed, err := dst.ParseSeed(*pctSeed)
+	if err != nil {
+		return bad("-seed: %v", err)
+	}
+	def.SampleSeed = seed
 	// A flag given on the command line wins over a story's own argument
 	// of the same name (the report says which it overrode).
 	def.Fixed = map[string]bool{}
@@ -121,6 +134,9 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		}
 	})
 	if *schedule != "" {
+		if *iterate || *pct > 0 {
+			return bad("-schedule replays one schedule: -iterate and -pct search")
+		}
 		if len(ms) != 1 {
 			return bad("-schedule replays one mode: give -mode")
 		}
@@ -167,22 +183,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	var all []*scenarios.ExploreReport
 	var herr error
 	job := 0
-	// firstAt counts the schedules run until the first violation, over
-	// every search in order (0: none); done are the finished searches'.
-	firstAt, done := 0, 0
-	var cur *scenarios.ExploreReport
-	seen := func(r *scenarios.ExploreReport) {
-		if r != cur {
-			if cur != nil {
-				done += cur.Schedules
-			}
-			cur = r
-		}
-		if firstAt == 0 && len(r.Violations) > 0 {
-			firstAt = done + r.Schedules
-		}
-	}
-	err := dst.Bubble(nil, func(t *testing.T) {
+	err = dst.Bubble(nil, func(t *testing.T) {
 		for _, m := range ms {
 			job++
 			if (job-1)%sh.N != sh.I-1 {
@@ -198,7 +199,6 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 				} else {
 					st.set(line)
 				}
-				seen(r)
 				switch {
 				case *first && len(r.Violations) > 0:
 					r.StoppedBy = "first"
@@ -210,12 +210,6 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 				return true
 			}
 			rs, err := scenarios.ExploreText(t, name, text, m, o)
-			for _, r := range rs { // a search whose last schedule failed was never asked to stop
-				seen(r)
-			}
-			if cur != nil {
-				done, cur = done+cur.Schedules, nil
-			}
 			if tty {
 				fmt.Fprint(stderr, "\r\033[K")
 			}
@@ -245,6 +239,18 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 			Summary: classHarness, Exit: exitHarness, Command: "explore", Mode: *modes, Violations: []string{}, Error: herr.Error(),
 		}, Terminal: map[string]int{}, Searches: []searchJSON{}, Probes: map[string]int{}})
 		return exitHarness
+	}
+	// firstAt counts the schedules run until the first violation, over
+	// every search in order, the PCT fallback's included (0: none).
+	firstAt, done := 0, 0
+	for _, r := range all {
+		if firstAt == 0 && r.FirstViolation > 0 {
+			firstAt = done + r.FirstViolation
+		}
+		done += r.Schedules
+		if r.Sampled != nil {
+			done += r.Sampled.Fallback.Sampled
+		}
 	}
 	return exploreVerdict(all, name, *scenario, *story, fs, *out, *junit, *tl, *modes, firstAt, stdout, stderr)
 }
@@ -304,6 +310,45 @@ type searchJSON struct {
 	// Probes counts, per code probe the search hit, its schedules that
 	// hit it.
 	Probes map[string]int `json:"probes"`
+	// Bounds is an iterated search's (-iterate) bounds, in order;
+	// SmallestViolatingBound the smallest with a violation (absent: none)
+	// and IterationEnd why the iteration ended (violation, top,
+	// saturated, stopped). The search's schedules, terminal states and
+	// probes are then over every bound, its cut the last bound's.
+	Bounds                 []boundJSON `json:"bounds,omitempty"`
+	SmallestViolatingBound *int        `json:"smallest_violating_bound,omitempty"`
+	IterationEnd           string      `json:"iteration_end,omitempty"`
+	// Fallback is the PCT schedules drawn after the search was stopped
+	// (-pct): not counted in Schedules.
+	Fallback *fallbackJSON `json:"fallback,omitempty"`
+}
+
+// boundJSON is one bound of an iterated search.
+type boundJSON struct {
+	Bound     int     `json:"bound"`
+	Schedules int     `json:"schedules"`
+	Terminal  int     `json:"terminal"`
+	MaxDepth  int     `json:"max_depth"`
+	Exhausted bool    `json:"exhausted"`
+	Failing   int     `json:"failing"`
+	Cut       cutJSON `json:"cut"`
+	// Held counts the runs the bound held to the chain (its other
+	// refusal): with cut.bound zero too, a higher bound adds nothing.
+	Held      int    `json:"held,omitempty"`
+	StoppedBy string `json:"stopped_by,omitempty"`
+}
+
+// fallbackJSON is the PCT fallback of a search that could not finish.
+type fallbackJSON struct {
+	Method    string `json:"method"` // "pct"
+	Depth     int    `json:"depth"`
+	Seed      string `json:"seed"`
+	StoppedAt int    `json:"stopped_at"` // the search's schedules before it
+	Schedules int    `json:"schedules"`
+	Failing   int    `json:"failing"`
+	Terminal  int    `json:"terminal"`
+	New       int    `json:"new"`    // terminal states the search had not reached
+	Faults    int    `json:"faults"` // schedules that chose a fault
 }
 
 type cutJSON struct {
@@ -347,6 +392,35 @@ func searchOf(label string, r *scenarios.ExploreReport) searchJSON {
 			budgets[k] = v
 		}
 	}
+	s := searchJSON{Search: label, Bound: bound, Budgets: budgets, Horizon: o.Horizon.String(), Depth: o.Depth, Limit: o.Limit,
+		Schedules: r.Schedules, Terminal: len(r.Terminal), MaxDepth: r.MaxDepth, Exhausted: r.Exhausted,
+		Cut: cutOf(r), StoppedBy: r.StoppedBy, Overridden: r.Overridden,
+		Probes: maps.Collect(maps.All(r.Probes))}
+	if it := r.Iteration; it != nil {
+		s.Bound = "0.." + bound
+		s.Bounds = []boundJSON{}
+		for _, b := range r.Bounds {
+			s.Bounds = append(s.Bounds, boundJSON{Bound: b.Opts.Bound, Schedules: b.Schedules, Terminal: len(b.Terminal), MaxDepth: b.MaxDepth,
+				Exhausted: b.Exhausted, Failing: b.Failing, Cut: cutOf(b), Held: b.BoundHeld, StoppedBy: b.StoppedBy})
+		}
+		if n := len(it.Runs); n > len(r.Bounds) { // the limit was spent before it ran
+			s.Bounds = append(s.Bounds, boundJSON{Bound: it.Runs[n-1].Bound, Cut: cutJSON{Budgets: map[string]int{}}, StoppedBy: it.Runs[n-1].StoppedBy})
+		}
+		if it.Smallest >= 0 {
+			s.SmallestViolatingBound = &it.Smallest
+		}
+		s.IterationEnd = it.End
+	}
+	if sr := r.Sampled; sr != nil {
+		f := sr.Fallback
+		s.Fallback = &fallbackJSON{Method: "pct", Depth: f.Depth, Seed: f.Seed.String(), StoppedAt: f.StoppedAt, Schedules: f.Sampled,
+			Failing: f.Violations, Terminal: sr.Terminal, New: sr.New, Faults: sr.Faults}
+	}
+	return s
+}
+
+// cutOf is what cut a search (a bound's, in an iterated one).
+func cutOf(r *scenarios.ExploreReport) cutJSON {
 	cut := map[string]int{}
 	for k, v := range r.BudgetHitBy {
 		cut[k] = v
@@ -358,10 +432,7 @@ func searchOf(label string, r *scenarios.ExploreReport) searchJSON {
 		}
 		horizonBy[strings.ReplaceAll(k, " ", "_")] = v
 	}
-	return searchJSON{Search: label, Bound: bound, Budgets: budgets, Horizon: o.Horizon.String(), Depth: o.Depth, Limit: o.Limit,
-		Schedules: r.Schedules, Terminal: len(r.Terminal), MaxDepth: r.MaxDepth, Exhausted: r.Exhausted,
-		Cut: cutJSON{Bound: r.BoundHit, Budgets: cut, Depth: r.DepthHit, Horizon: r.HorizonCut, HorizonBy: horizonBy}, StoppedBy: r.StoppedBy, Overridden: r.Overridden,
-		Probes: maps.Collect(maps.All(r.Probes))}
+	return cutJSON{Bound: r.BoundHit, Budgets: cut, Depth: r.DepthHit, Horizon: r.HorizonCut, HorizonBy: horizonBy}
 }
 
 func writeExploreSummary(w io.Writer, s exploreJSON) {
@@ -428,6 +499,9 @@ func exploreVerdict(all []*scenarios.ExploreReport, name, scenario, story string
 	for i, r := range all {
 		fmt.Fprintf(stdout, "== %s mode=%s\n%s", name, r.Mode, r)
 		schedules += r.Schedules
+		if r.Sampled != nil {
+			schedules += r.Sampled.Fallback.Sampled
+		}
 		label := searchLabel(all, i)
 		terminal[label] = len(r.Terminal)
 		searches = append(searches, searchOf(label, r))

@@ -47,6 +47,9 @@ func TestExploreUsage(t *testing.T) {
 		{"explore", "-story", "send-races-join", "-scenario", "f.txt"},
 		{"explore", "-schedule", "s.txt"},
 		{"explore", "-j", "2", "-shard", "1/2"},
+		{"explore", "-iterate", "-mode", "bulk", "-schedule", "s.txt"},
+		{"explore", "-pct", "-1"},
+		{"explore", "-seed", "zz"},
 	} {
 		var out, errb bytes.Buffer
 		code := run(args, &out, &errb)

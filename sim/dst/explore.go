@@ -57,6 +57,10 @@ type Explorer struct {
 	// RandomPick, when set, makes the default pick ready[RandomPick(n)]:
 	// the commutation check's base runs, drawn to park many ops at once.
 	RandomPick func(n int) int
+	// Sample, when set, draws every choice of a run from a seeded PCT
+	// sampler (exploresample.go) instead of searching: Next does no race
+	// analysis and always returns true (the caller caps the schedules).
+	Sample *Sampler
 
 	armed   bool
 	tree    []*level
@@ -81,6 +85,11 @@ type Explorer struct {
 	// BoundHit and BudgetHit count choices left out by the bound or the
 	// fault budgets (so "exhausted" is read with them).
 	BoundHit, BudgetHit, DepthHit int
+	// BoundHeld counts the default picks the bound kept on the chain
+	// while another op was awake (a redundant run that an unbounded
+	// search would have continued): with BoundHit zero too, the bound
+	// refused nothing, and a higher bound runs the same schedules.
+	BoundHeld int
 	// BudgetHitBy is BudgetHit per fault class.
 	BudgetHitBy map[string]int
 	// Divergence is set when a replayed choice was not ready: the run did

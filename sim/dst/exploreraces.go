@@ -16,6 +16,12 @@ func (e *Explorer) Next() bool {
 	if e.Replay != nil {
 		return false
 	}
+	if e.Sample != nil {
+		// Sampling: no race analysis, no backtracking; the caller counts
+		// the schedules (Sampler says what it drew).
+		e.Sample.end(e.depth)
+		return true
+	}
 	e.analyse()
 	for d := len(e.tree) - 1; d >= 0; d-- {
 		l := e.tree[d]

@@ -19,6 +19,11 @@ func (e *Explorer) Arm(s *Scheduler) {
 	if e.Replay != nil && e.Schedules == 0 {
 		e.prefix = e.Replay
 	}
+	if e.Sample != nil && e.Replay == nil {
+		// Each sampled run draws its own choices: no tree carries over.
+		e.tree, e.prefix = e.tree[:0], nil
+		e.Sample.begin(e.Budget)
+	}
 	e.Schedules++
 	s.lock <- struct{}{}
 	s.cur = -1
@@ -133,9 +138,12 @@ func (e *Explorer) choose(ready, lazy []*Op) (*Op, string) {
 		e.tree = append(e.tree, l)
 	}
 	c := ""
-	if e.depth < len(e.prefix) {
+	switch {
+	case e.depth < len(e.prefix):
 		c = e.prefix[e.depth]
-	} else {
+	case e.Sample != nil:
+		c = e.Sample.pick(l, ready, lazy, e.Budget)
+	default:
 		c = e.defaultPick(l, ready)
 	}
 	key, fault := splitChoice(c)
@@ -170,8 +178,11 @@ func (e *Explorer) barrierChoice(lazy []*Op) *Op {
 		e.tree = append(e.tree, l)
 	}
 	c := tick
-	if e.depth < len(e.prefix) {
+	switch {
+	case e.depth < len(e.prefix):
 		c = e.prefix[e.depth]
+	case e.Sample != nil:
+		c = e.Sample.barrier(l, lazy, e.Budget)
 	}
 	var op *Op
 	if c != tick {
@@ -229,11 +240,13 @@ func (e *Explorer) defaultPick(l *level, ready []*Op) string {
 		}
 	}
 	canPreempt := len(l.chain) == 0 || e.Bound < 0 || l.preempt < e.Bound
-	if canPreempt {
-		for _, op := range ready {
-			if awake(op.Key) {
+	for _, op := range ready {
+		if awake(op.Key) {
+			if canPreempt {
 				return op.Key
 			}
+			e.BoundHeld++ // the bound kept this run off an awake op
+			break
 		}
 	}
 	if e.blocked < 0 {
