@@ -387,6 +387,7 @@ func (h *heldLine) flush() {
 // counters in DIR together (a sharded sweep's shards merged).
 func cmdCover(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("cover")
+	require := fs.Float64("require-cover", 0, "fail (exit 1) when less than this share (percent) of system/'s statements not set aside (docs/cover-aside.txt) ran")
 	if helpAsked(args) { // after DIR too, as the docs' commands are checked
 		args = []string{"-h"}
 	}
@@ -422,6 +423,12 @@ func cmdCover(args []string, stdout, stderr io.Writer) int {
 		more = probes.share()
 	}
 	fmt.Fprintf(stdout, "merged: the counters of %d commands in %s\n", len(data), dir)
+	if *require > 0 && st.rest() < *require {
+		fmt.Fprintf(stdout, "FAIL cover: %.1f%% of the statements not set aside ran, below the %.1f%% required (%s lists the blocks never run)\n",
+			st.rest(), *require, filepath.Join(dir, uncoveredTxt))
+		fmt.Fprintln(stdout, st.line(more))
+		return exitFail
+	}
 	fmt.Fprintln(stdout, st.line(more))
 	return exitOK
 }

@@ -107,7 +107,7 @@ func writeCoverReport(dir string, data []string) (coverStats, error) {
 	if err != nil {
 		return coverStats{}, err
 	}
-	st := countCover(blocks, funcs, aside)
+	st := countCover(blocks, aside)
 	if err := os.WriteFile(filepath.Join(dir, coverOut), []byte(formatProfile(mode, blocks)), 0o644); err != nil {
 		return st, err
 	}
@@ -124,7 +124,7 @@ func writeCoverReport(dir string, data []string) (coverStats, error) {
 
 // countCover counts the blocks' statements, those run, and those of them
 // set aside (each entry of aside counting its own).
-func countCover(blocks []coverBlock, funcs []coverFunc, aside []*coverAside) coverStats {
+func countCover(blocks []coverBlock, aside []*coverAside) coverStats {
 	var st coverStats
 	for _, b := range blocks {
 		st.stmts += b.stmts
@@ -133,7 +133,7 @@ func countCover(blocks []coverBlock, funcs []coverFunc, aside []*coverAside) cov
 			ran = b.stmts
 		}
 		st.covered += ran
-		if a := matchAside(aside, b, funcOf(funcs, b)); a != nil {
+		if a := matchAside(aside, b); a != nil {
 			a.stmts += b.stmts
 			a.ran += ran
 			st.aside += b.stmts
@@ -141,14 +141,6 @@ func countCover(blocks []coverBlock, funcs []coverFunc, aside []*coverAside) cov
 		}
 	}
 	return st
-}
-
-// funcOf is the function that holds b, or nil.
-func funcOf(funcs []coverFunc, b coverBlock) *coverFunc {
-	if i := slices.IndexFunc(funcs, func(f coverFunc) bool { return f.holds(b) }); i >= 0 {
-		return &funcs[i]
-	}
-	return nil
 }
 
 // parseProfile reads a textfmt profile; a block listed more than once
@@ -328,7 +320,7 @@ func formatUncovered(st coverStats, blocks []coverBlock, funcs []coverFunc, asid
 	byFunc := map[int]*group{}
 	outside := &group{fn: coverFunc{name: "(outside any function)"}}
 	for _, b := range blocks {
-		if matchAside(aside, b, funcOf(funcs, b)) != nil {
+		if matchAside(aside, b) != nil {
 			continue
 		}
 		g := outside
@@ -362,11 +354,7 @@ func formatUncovered(st coverStats, blocks []coverBlock, funcs []coverFunc, asid
 	if len(aside) > 0 {
 		fmt.Fprintf(&sb, "\n# set aside (%s): %d statements, %d of them run\n", coverAsideFile, st.aside, st.asideRan)
 		for _, a := range aside {
-			what := a.fn
-			if a.pos != "" {
-				what = a.pos
-			}
-			fmt.Fprintf(&sb, "%s %s: %d of %d statements run -- %s\n", strings.TrimPrefix(a.file, "github.com/relaysim/relaysim/"), what, a.ran, a.stmts, a.reason)
+			fmt.Fprintf(&sb, "%s %s: %d of %d statements run -- %s\n", strings.TrimPrefix(a.file, "github.com/relaysim/relaysim/"), a.what(), a.ran, a.stmts, a.reason)
 		}
 		if u := unmatchedAside(aside); len(u) > 0 {
 			fmt.Fprintf(&sb, "# entries that match no statement (renamed or moved?): %s\n", strings.Join(u, ", "))

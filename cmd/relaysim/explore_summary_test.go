@@ -52,7 +52,7 @@ func TestExploreSummarySaysWhatWasCut(t *testing.T) {
 	exploreVerdict([]*scenarios.ExploreReport{r}, "story:x", "", "x", newFlagSet("explore"), t.TempDir(), "", "", "stream", 0, &out, io.Discard)
 	for _, want := range []string{
 		"bound=1 budgets: drop=1\n", "the command line overrides the story's bound=0 (fixed: 1)\n",
-		"cut by each budget: drop=2\n", "probes hit (schedules): 1 of 74: session.gap-in-known-room=3\n", "cut by the horizon (3s) with work pending: 1 (relay timers 1)\n", "stopped by the schedule limit (9)\n",
+		"cut by each budget: drop=2\n", "probes hit (schedules): 1 of 75: session.gap-in-known-room=3\n", "cut by the horizon (3s) with work pending: 1 (relay timers 1)\n", "stopped by the schedule limit (9)\n",
 		`"searches":[{"search":"stream","bound":"1","budgets":{"drop":1},"horizon":"3s","limit":9,"schedules":9,"terminal":1,"max_depth":12,"exhausted":false,"cut":{"bound":4,"budgets":{"drop":2},"depth":0,"horizon":1,"horizon_by":{"relay_timers":1}},"stopped_by":"limit","overridden":["bound=0 (fixed: 1)"],"probes":{"session.gap-in-known-room":3}}],"probes":{"session.gap-in-known-room":3}`,
 		"explore: 9 schedules, terminal states stream=1, exhausted=no, violations=0\n",
 	} {
