@@ -388,6 +388,7 @@ func (h *heldLine) flush() {
 func cmdCover(args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet("cover")
 	require := fs.Float64("require-cover", 0, "fail (exit 1) when less than this share (percent) of system/'s statements not set aside (docs/cover-aside.txt) ran")
+	requireProbes := fs.String("require-probes", "", "fail (exit 1) when one of these code probes (all, or a comma-separated list; docs/probes.md) is hit by no run of the merged sweeps")
 	if helpAsked(args) { // after DIR too, as the docs' commands are checked
 		args = []string{"-h"}
 	}
@@ -401,6 +402,10 @@ func cmdCover(args []string, stdout, stderr io.Writer) int {
 		return usageError(stderr, "cover", errors.New("want one directory, the -cover DIR of the commands to merge"))
 	}
 	dir := fs.Arg(0)
+	required, err := parseRequireProbes(*requireProbes)
+	if err != nil {
+		return usageError(stderr, "cover", err)
+	}
 	data, err := coverDataDirs(dir)
 	if err != nil {
 		return usageError(stderr, "cover", err)
@@ -423,14 +428,26 @@ func cmdCover(args []string, stdout, stderr io.Writer) int {
 		more = probes.share()
 	}
 	fmt.Fprintf(stdout, "merged: the counters of %d commands in %s\n", len(data), dir)
+	if never := probes.never(); ok && len(never) > 0 {
+		fmt.Fprintf(stdout, "probes never hit in %d runs: %s\n", probes.runs, strings.Join(never, ", "))
+	}
+	code := exitOK
 	if *require > 0 && st.rest() < *require {
 		fmt.Fprintf(stdout, "FAIL cover: %.1f%% of the statements not set aside ran, below the %.1f%% required (%s lists the blocks never run)\n",
 			st.rest(), *require, filepath.Join(dir, uncoveredTxt))
-		fmt.Fprintln(stdout, st.line(more))
-		return exitFail
+		code = exitFail
+	}
+	if len(required) > 0 {
+		if !ok {
+			fmt.Fprintf(stdout, "FAIL probes: -require-probes needs every command in %s to be a sweep (a sweep saves its probe tally)\n", dir)
+			code = exitFail
+		} else if unhit := probes.unhitRequired(required); len(unhit) > 0 {
+			fmt.Fprintf(stdout, "FAIL probes: required, never hit in %d runs: %s\n", probes.runs, strings.Join(unhit, ", "))
+			code = exitFail
+		}
 	}
 	fmt.Fprintln(stdout, st.line(more))
-	return exitOK
+	return code
 }
 
 // coverDataDirs lists the data directories under dir/data that hold a

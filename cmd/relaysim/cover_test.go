@@ -100,6 +100,7 @@ func TestCoverUsage(t *testing.T) {
 		{"explore", "-cover", filepath.Join(file, "sub")},
 		{"cover"},
 		{"cover", t.TempDir()},
+		{"cover", "-require-probes", "no.such-probe", t.TempDir()},
 	} {
 		var out, errb bytes.Buffer
 		assert.Equal(t, exitUsage, run(args, &out, &errb), "%q", args)
