@@ -81,10 +81,7 @@ func TestStaleLinkIsRefused(t *testing.T) {
 // snapshot): n1 runs at epoch 2.
 func rewoundCluster(t *testing.T) (*testCluster, *testUser, *testUser) {
 	c := newCluster(t, ModeStream, 2)
-	c.createRoom("r")
-	alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
-	alice.join("r")
-	bob.join("r")
+	alice, bob := c.roomOfTwo()
 	ctx := context.Background()
 
 	c.node("n1").Kill()
@@ -134,10 +131,7 @@ func TestEmptyAckIsAFailure(t *testing.T) {
 func TestStreamLinkReusedByANewIncarnation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, ModeStream, 2)
-		c.createRoom("r")
-		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
-		alice.join("r")
-		bob.join("r")
+		alice, bob := c.roomOfTwo()
 		for _, id := range []string{"m1", "m2", "m3"} {
 			alice.send("r", id, "x")
 		}
@@ -174,10 +168,7 @@ func TestPeerAtAReusedEpochIsTheNewProcess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		protocols := map[string]int{"n1": ProtocolV1, "n2": ProtocolLatest}
 		c := newCluster(t, ModeStream, 2, withConfig(func(cfg *Config) { cfg.Protocol = protocols[cfg.NodeID] }))
-		c.createRoom("r")
-		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
-		alice.join("r")
-		bob.join("r")
+		alice, bob := c.roomOfTwo()
 		bob.send("r", "m1", "x")
 		c.settle()
 		require.Equal(t, []uint64{1}, alice.seqs("r"))
@@ -214,10 +205,7 @@ func TestPeerAtAReusedEpochIsTheNewProcess(t *testing.T) {
 func TestPeerAtALowerEpochIsTheNewProcess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, ModeBulk, 2)
-		c.createRoom("r")
-		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
-		alice.join("r")
-		bob.join("r")
+		alice, bob := c.roomOfTwo()
 		ctx := context.Background()
 		c.node("n1").Kill()
 		c.settle()
@@ -258,10 +246,7 @@ func TestPeerAtALowerEpochIsTheNewProcess(t *testing.T) {
 func TestOlderProcessAtAHigherEpochStaysSuperseded(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCluster(t, ModeBulk, 2)
-		c.createRoom("r")
-		alice, bob := c.connect("alice", "n1"), c.connect("bob", "n2")
-		alice.join("r")
-		bob.join("r")
+		alice, bob := c.roomOfTwo()
 		ctx := context.Background()
 		a := c.node("n1")
 		require.NoError(t, c.rdb.Set(ctx, keyEpoch("n1"), 10, 0).Err())
@@ -301,4 +286,13 @@ func TestOlderProcessAtAHigherEpochStaysSuperseded(t *testing.T) {
 			assert.False(t, d.FromLog, "seq %d delivered live, not left to the catch-up", d.Seq)
 		}
 	})
+}
+
+// roomOfTwo creates room r with alice on n1 and bob on n2 as members.
+func (c *testCluster) roomOfTwo() (alice, bob *testUser) {
+	c.createRoom("r")
+	alice, bob = c.connect("alice", "n1"), c.connect("bob", "n2")
+	alice.join("r")
+	bob.join("r")
+	return alice, bob
 }
