@@ -567,3 +567,23 @@ func TestExecutorBeforeTaskContext(t *testing.T) {
 		assert.Equal(t, map[string]Message{"deliver r1#5 u3": {Room: "r1", Seq: 5, Retry: true}, "plain": {}}, got)
 	})
 }
+
+// TestAfterTaskGetsTheTaskContext: AfterTask is given the context the task
+// was submitted with, as BeforeTask is (an embedder reads the message a
+// task worked for from it: MessageOf).
+func TestAfterTaskGetsTheTaskContext(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var got []Message
+		done := make(chan struct{})
+		e := NewExecutor(ExecutorConfig{Core: 1, Max: 1, AfterTask: func(ctx context.Context, _ string) {
+			m, _ := MessageOf(ctx)
+			got = append(got, m)
+			close(done)
+		}})
+		defer e.Shutdown()
+		m := Message{Room: "r", Seq: 7, Sender: "alice", ID: "m7"}
+		e.SubmitContext(WithMessage(context.Background(), m), "deliver r#7 bob", func() {})
+		<-done
+		assert.Equal(t, []Message{m}, got)
+	})
+}

@@ -1,11 +1,13 @@
 package system
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"hash/fnv"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,26 +58,31 @@ type peer struct {
 }
 
 // replacedBy says whether info names a newer process than p's, and
-// whether the two name different processes at an epoch that did not move
-// up with them (Redis lost the increment). Two entries that both name
-// their process are ordered by its start time; otherwise (an entry an
+// whether that order disagrees with the epochs' (Redis lost an epoch's
+// increment). Two entries that both name their process are ordered by its
+// start time, as the heartbeat script orders them; otherwise (an entry an
 // older build wrote) by epoch.
 func (p *peer) replacedBy(info NodeInfo) (newer, rewound bool) {
-	mine, ok1 := incarnationStart(p.incarnation)
-	theirs, ok2 := incarnationStart(info.Incarnation)
-	if !ok1 || !ok2 || mine == theirs {
-		return info.Epoch > p.epoch, false
+	byEpoch := info.Epoch > p.epoch
+	c := compareIncarnations(info.Incarnation, p.incarnation)
+	if c == 0 {
+		return byEpoch, false
 	}
-	return theirs > mine, info.Epoch <= p.epoch && theirs > mine || info.Epoch > p.epoch && theirs < mine
+	return c > 0, (c > 0) != byEpoch
 }
 
-// incarnationStart reads an incarnation's start time (Node.incarnation).
-func incarnationStart(inc string) (int64, bool) {
-	if inc == "" {
-		return 0, false
+// compareIncarnations orders two processes by their incarnations
+// (Node.incarnation: start times in base 36) as heartbeatScript does: a
+// longer one is later, else the string order is the time order. 0 when
+// either is unknown ("") or they are the same.
+func compareIncarnations(a, b string) int {
+	if a == "" || b == "" || a == b {
+		return 0
 	}
-	v, err := strconv.ParseInt(inc, 36, 64)
-	return v, err == nil
+	if len(a) != len(b) {
+		return cmp.Compare(len(a), len(b))
+	}
+	return strings.Compare(a, b)
 }
 
 // speaks is the best protocol version the peer is known to speak.

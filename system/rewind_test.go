@@ -1,7 +1,9 @@
 package system
 
 import (
+	"cmp"
 	"context"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -295,4 +297,39 @@ func (c *testCluster) roomOfTwo() (alice, bob *testUser) {
 	alice.join("r")
 	bob.join("r")
 	return alice, bob
+}
+
+// TestIncarnationsOrderByStartTime: incarnations (start times in base 36)
+// order as their times do, the way the heartbeat script orders them.
+func TestIncarnationsOrderByStartTime(t *testing.T) {
+	times := []int64{35, 36, 1_000_000, 1_764_000_000_000_000_000, 1_764_000_000_000_000_001}
+	for _, a := range times {
+		for _, b := range times {
+			want := cmp.Compare(a, b)
+			got := compareIncarnations(strconv.FormatInt(a, 36), strconv.FormatInt(b, 36))
+			assert.Equal(t, want, got, "%d vs %d", a, b)
+		}
+	}
+	assert.Zero(t, compareIncarnations("", "abc"), "an entry without one is ordered by epoch")
+}
+
+// TestStopOfAnOlderProcessAtTheSameEpochSparesTheEntry: Redis lost the
+// increment, so a newer process of n1 was issued the epoch the older one,
+// still running, holds. The newer one's heartbeat takes the entry; the
+// older one's stop must not delete it for naming the same epoch.
+func TestStopOfAnOlderProcessAtTheSameEpochSparesTheEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCluster(t, ModeBulk, 1)
+		ctx := context.Background()
+		older := c.node("n1")
+		require.NoError(t, c.rdb.Set(ctx, keyEpoch("n1"), older.Epoch()-1, 0).Err())
+		time.Sleep(time.Millisecond)
+		newer := c.startNode("n1")
+		require.Equal(t, older.Epoch(), newer.Epoch(), "the same epoch again")
+		older.Stop(ctx)
+		c.settle()
+		info, err := newer.Directory().LookupNode(ctx, "n1")
+		require.NoError(t, err, "the older process's stop left the newer one's entry")
+		assert.Equal(t, newer.incarnation, info.Incarnation)
+	})
 }
