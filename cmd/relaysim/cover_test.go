@@ -217,6 +217,19 @@ func TestCoverBuildsSweepJobsAndShards(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(unc), "# set aside (docs/cover-aside.txt)")
 	assert.NotContains(t, string(unc), "match no statement")
+
+	// The merge names the probes no run hit, and judges -require-cover and
+	// -require-probes on the whole.
+	assert.Regexp(t, `(?m)^probes never hit in 15 runs: `, out)
+	code, out, _ = runCover(t, "cover", "-require-cover", "100", dir)
+	assert.Equal(t, exitFail, code, out)
+	assert.Regexp(t, `(?m)^FAIL cover: \d+\.\d% of the statements not set aside ran, below the 100\.0% required`, out)
+	code, out, _ = runCover(t, "cover", "-require-cover", "1", "-require-probes", "executor.task-panicked", dir)
+	assert.Equal(t, exitFail, code, out)
+	assert.Contains(t, out, "FAIL probes: required, never hit in 15 runs: executor.task-panicked\n")
+	assert.NotContains(t, out, "FAIL cover:")
+	code, out, _ = runCover(t, "cover", "-require-cover", "1", "-require-probes", "executor.task-queued", dir)
+	assert.Equal(t, exitOK, code, out)
 }
 
 // explore -j's workers write their counters into the command's data.
