@@ -30,8 +30,7 @@ type Sampler struct {
 	Steps int
 
 	rng     *rand.Rand
-	prio    map[string]int
-	low     int
+	prio    pctPriorities
 	step    int
 	changes map[int]bool
 	// faultAt holds, per fault class, the opportunities (ops offering a
@@ -59,7 +58,7 @@ func (s *Sampler) begin(budget map[string]int) {
 	if s.Steps <= 0 {
 		s.Steps = 16
 	}
-	s.prio, s.low, s.step = map[string]int{}, 0, 0
+	s.prio, s.step = newPCTPriorities(s.rng), 0
 	s.changes = map[int]bool{}
 	for range s.Depth {
 		s.changes[s.rng.IntN(s.Steps)] = true
@@ -93,16 +92,6 @@ func (s *Sampler) end(depth int) {
 	}
 }
 
-// priority is an op key's priority this run, drawn when first seen.
-func (s *Sampler) priority(key string) int {
-	p, ok := s.prio[key]
-	if !ok {
-		p = 1_000_000 + s.rng.IntN(1_000_000)
-		s.prio[key] = p
-	}
-	return p
-}
-
 // due counts an opportunity of class cls and reports whether a fault of
 // it is due there, within the budget (faults used before this level,
 // l.faults).
@@ -126,7 +115,7 @@ func (s *Sampler) pick(l *level, ready, lazy []*Op, budget map[string]int) strin
 	best := func() *Op {
 		var b *Op
 		for _, op := range ready { // key order: ties go to the lowest key
-			if b == nil || s.priority(op.Key) > s.priority(b.Key) {
+			if b == nil || s.prio.of(op.Key) > s.prio.of(b.Key) {
 				b = op
 			}
 		}
@@ -134,8 +123,7 @@ func (s *Sampler) pick(l *level, ready, lazy []*Op, budget map[string]int) strin
 	}
 	op := best()
 	if s.changes[s.step] && len(ready) > 1 {
-		s.low--
-		s.prio[op.Key] = s.low
+		s.prio.demote(op.Key)
 		op = best()
 	}
 	ci := infoOf(op)

@@ -48,17 +48,46 @@ func (r *Random) Pick(ready []*Op, _ time.Duration) (int, time.Duration) {
 // below all others and it is delayed by up to MaxDelay.
 type PCT struct {
 	rng      *rand.Rand
-	prio     map[string]int
-	low      int
+	prio     pctPriorities
 	changes  map[int]bool
 	step     int
 	MaxDelay time.Duration
 	D        int
 }
 
+// pctPriorities are PCT's op priorities (the scheduler's PCT and the
+// explorer's Sampler): drawn from rng on an op key's first sight, all
+// above the demoted ones, each of which goes below every other.
+type pctPriorities struct {
+	rng  *rand.Rand
+	prio map[string]int
+	low  int
+}
+
+func newPCTPriorities(rng *rand.Rand) pctPriorities {
+	return pctPriorities{rng: rng, prio: map[string]int{}}
+}
+
+// of is key's priority, drawn when first seen.
+func (p *pctPriorities) of(key string) int {
+	v, ok := p.prio[key]
+	if !ok {
+		v = 1_000_000 + p.rng.IntN(1_000_000)
+		p.prio[key] = v
+	}
+	return v
+}
+
+// demote puts key below every other (a change point).
+func (p *pctPriorities) demote(key string) {
+	p.low--
+	p.prio[key] = p.low
+}
+
 // NewPCT returns a PCT strategy with d priority changes over the first steps.
 func NewPCT(seed Seed, d, steps int, maxDelay time.Duration) *PCT {
-	p := &PCT{rng: seed.Rand(), prio: map[string]int{}, changes: map[int]bool{}, MaxDelay: maxDelay, D: d}
+	rng := seed.Rand()
+	p := &PCT{rng: rng, prio: newPCTPriorities(rng), changes: map[int]bool{}, MaxDelay: maxDelay, D: d}
 	for range d {
 		p.changes[p.rng.IntN(max(steps, 1))] = true
 	}
@@ -70,17 +99,13 @@ func (p *PCT) Name() string { return fmt.Sprintf("pct(d=%d)", p.D) }
 func (p *PCT) Pick(ready []*Op, _ time.Duration) (int, time.Duration) {
 	best := 0
 	for i, op := range ready {
-		if _, ok := p.prio[op.Key]; !ok {
-			p.prio[op.Key] = 1_000_000 + p.rng.IntN(1_000_000)
-		}
-		if p.prio[op.Key] > p.prio[ready[best].Key] {
+		if p.prio.of(op.Key) > p.prio.of(ready[best].Key) {
 			best = i
 		}
 	}
 	p.step++
 	if p.changes[p.step] {
-		p.low--
-		p.prio[ready[best].Key] = p.low
+		p.prio.demote(ready[best].Key)
 		if p.MaxDelay > 0 {
 			return best, time.Duration(1+p.rng.IntN(int(p.MaxDelay/time.Millisecond))) * time.Millisecond
 		}
