@@ -19,6 +19,7 @@ type judge struct {
 	// connectsTo holds, per node, when each user first tried to connect
 	// to it (refused.go), built on demand.
 	connectsTo map[string]map[string]time.Duration
+	items      *linkQueue // the stream items by link (linkqueue.go), built on demand
 }
 
 func newJudge(h *History) *judge {

@@ -356,6 +356,14 @@ type History struct {
 	// that node named, as the harness saw them on the wire (nil: not
 	// recorded; the refused-message excuse then estimates them).
 	Recipients map[string]int
+	// LinkItems are the relay stream items the harness saw written, in
+	// order; ItemHop is the longest a receiving node may take per gated
+	// step of handing an item over (the cost model's hop). A message
+	// relayed on a stream waits at the receiver for the items written on
+	// its link before it: timely-live-delivery allows for them (0: no
+	// allowance).
+	LinkItems []LinkItem
+	ItemHop   time.Duration
 	// Relays are the node-to-node relay calls the harness saw (CheckRelayMode).
 	Relays []RelayCall
 	// LinkEvents are what the harness saw of the relay stream links, in

@@ -146,6 +146,14 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	if j.h.ModeAt(send.Node, send.Invoked) == "stream" && (strict || j.staleLinkBefore(send, s.node)) {
 		deadline.t += j.h.StaleLinkDelay
 	}
+	// A message relayed on a stream waits at the receiver for the items
+	// written on its link before it (they are handed over in order, one
+	// after another): the bound grows by their hops.
+	ahead := time.Duration(0)
+	if s.node != send.Node {
+		ahead = j.queuedAhead(send.Room, send.Seq, send.Node, s.node, send.Invoked-bound)
+		deadline.t += ahead
+	}
 	rec := recoveryOf(j.h, FaultStreamBreak)
 	base := deadline.t
 	broke := time.Duration(-1)
@@ -229,6 +237,9 @@ func (j *judge) judgeLive(send Event, user string, ss []span, first firsts) (Vio
 	}
 	if strict {
 		v.Detail = fmt.Sprintf("connected on %s, sent after the heal and settle time (t=%v: no fault excuses it), but %s; bound %v", s.node, j.h.StrictFrom, late, bound)
+	}
+	if ahead > 0 {
+		v.Detail += fmt.Sprintf(" (plus %v for the items queued ahead of it on the link)", ahead)
 	}
 	if broke >= 0 {
 		v.Detail = fmt.Sprintf("connected on %s; the relay stream from %s broke at t=%v and its items were due again within %v, but %s",

@@ -255,3 +255,48 @@ func TestDeliveryCounts(t *testing.T) {
 	assert.Equal(t, 1, live)
 	assert.Equal(t, 1, log)
 }
+
+// TestCheckTimelyItemsQueuedAhead: a message relayed on a stream waits at
+// the receiver for the items written on its link before it; the bound
+// grows by their hops (itemHops + itemHopsPerRecip per recipient, at
+// ItemHop each), and by nothing else.
+func TestCheckTimelyItemsQueuedAhead(t *testing.T) {
+	u1 := at(dlv(0, "u1", "r1", 1, "a"), 1003)
+	item := func(msAt int, from, to, room string, seq uint64) LinkItem {
+		return LinkItem{Time: time.Duration(msAt) * ms, From: from, To: to, Room: room, Seq: seq, Recipients: 1}
+	}
+	ahead := []LinkItem{item(990, "n1", "n2", "r9", 1), item(995, "n1", "n2", "r9", 2), item(1001, "n1", "n2", "r1", 1)}
+	with := func(deliveredMs int, items ...LinkItem) *History {
+		h := liveRoom(u1, at(dlv(0, "u2", "r1", 1, "a"), deliveredMs))
+		h.ItemHop = 5 * ms
+		h.LinkItems = items
+		return h
+	}
+	late := "connected on n2 with no fault on the path from n1, but delivered 160ms after the send was invoked; bound 100ms"
+	tests := []struct {
+		name   string
+		h      *History
+		detail string
+	}{
+		{"two items ahead, 6 hops of 5ms each", with(1160, ahead...), ""},
+		{"later than those", with(1161, ahead...),
+			"connected on n2 with no fault on the path from n1, but delivered 161ms after the send was invoked; bound 100ms (plus 60ms for the items queued ahead of it on the link)"},
+		{"no item ahead", with(1160, ahead[2]), late},
+		{"items written after it do not count", with(1160, ahead[2], item(1002, "n1", "n2", "r9", 1), item(1003, "n1", "n2", "r9", 2)), late},
+		{"items on another link do not count", with(1160, item(990, "n1", "n3", "r9", 1), item(995, "n3", "n2", "r9", 2), ahead[2]), late},
+		{"items written a bound before the send do not count", with(1160, item(850, "n1", "n2", "r9", 1), item(899, "n1", "n2", "r9", 2), ahead[2]), late},
+		{"a message relayed on no stream item gets nothing", with(1160, ahead[:2]...), late},
+		{"no ItemHop, no allowance", func() *History { h := with(1160, ahead...); h.ItemHop = 0; return h }(), late},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			vs := CheckTimely(tc.h)
+			if tc.detail == "" {
+				assert.Empty(t, vs)
+				return
+			}
+			require.Len(t, vs, 1)
+			assert.Equal(t, tc.detail, vs[0].Detail)
+		})
+	}
+}

@@ -30,6 +30,7 @@ func (c *Cluster) SetBounds(cost CostModel, maxDelay time.Duration) {
 		h.KeepAliveBound = nc.StreamKeepAlive + nc.StreamKeepAliveTimeout + 5*time.Second
 		h.CloseBound = closeBound
 		h.LiveBound = LiveBound(cost, maxDelay)
+		h.ItemHop = ItemHop(cost)
 		h.SendBound = ClientTimeout
 		h.Recovery = Recovery(nc)
 		h.ModeRefresh = ModeRefresh(nc)
@@ -62,9 +63,19 @@ func maxDelayOf(s Strategy) time.Duration {
 // receive: liveHops, each at its largest drawn latency), plus the scheduler
 // delaying a few of them (liveDelays x its largest delay), times two.
 func LiveBound(cost CostModel, maxDelay time.Duration) time.Duration {
-	hop := max(cost.NetMin+2*cost.NetMean, cost.RedisMin+2*cost.RedisMean) + cost.TaskCost + cost.SendCost
-	return 2 * (liveHops*hop + liveDelays*maxDelay)
+	return 2 * (liveHops*liveHop(cost) + liveDelays*maxDelay)
 }
+
+// liveHop is one gated operation on the live path at its largest drawn
+// latency, with the task and send costs.
+func liveHop(cost CostModel) time.Duration {
+	return max(cost.NetMin+2*cost.NetMean, cost.RedisMin+2*cost.RedisMean) + cost.TaskCost + cost.SendCost
+}
+
+// ItemHop is what a receiving node may take per gated step of handing
+// over a relay stream item queued ahead of a message on its link
+// (model.History.ItemHop): the live path's hop.
+func ItemHop(cost CostModel) time.Duration { return liveHop(cost) }
 
 // ContendedLiveBound is what the live bound grows by when ops wait for
 // cores (CPUModel): each of the live path's hops at maxWait, the longest

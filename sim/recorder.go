@@ -169,6 +169,16 @@ func (r *recorder) relayed(room string, seq uint64, to string, n int) {
 	r.hist.Recipients[k] = max(r.hist.Recipients[k], n)
 }
 
+// linkItem adds a relay stream item the harness saw a node write.
+func (r *recorder) linkItem(it model.LinkItem) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.trace.Frozen() {
+		return
+	}
+	r.hist.LinkItems = append(r.hist.LinkItems, it)
+}
+
 // relay adds a relay call the harness saw leave a node.
 func (r *recorder) relay(rc model.RelayCall) {
 	r.mu.Lock()

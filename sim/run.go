@@ -187,6 +187,9 @@ func (res *Result) finish(c *Cluster, id string) {
 		// wait for a core; every hop at the longest wait any op met
 		// (the harness's own booking, not the relay's word).
 		hist.LiveBound += ContendedLiveBound(c.Sched.Resources.MaxWait())
+		if hist.ItemHop > 0 {
+			hist.ItemHop += c.Sched.Resources.MaxWait()
+		}
 		res.MaxWait = c.Sched.Resources.MaxWait()
 	}
 	if big {

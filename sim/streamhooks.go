@@ -104,6 +104,8 @@ func (s *simClientStream) SendMsg(m any) error {
 	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Alias: alias, Units: len(it.Recipients),
 		Touch: c.tCall(h.node, s.target), Faults: c.offer(ExDrop)})
 	c.rec.relayed(it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), s.target, len(it.Recipients))
+	c.rec.linkItem(model.LinkItem{Time: c.Now(), From: h.node, To: s.target, Room: it.GetMessage().GetRoom(),
+		Seq: it.GetMessage().GetSeq(), Recipients: len(it.Recipients)})
 	if err := s.cutErr(); err != nil {
 		return err
 	}
