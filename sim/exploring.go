@@ -97,7 +97,16 @@ const (
 	ExError = "error" // a Redis command fails
 	ExDelay = "delay" // a relay request is held past the caller's timeout
 	ExCrash = "crash" // a node crashes (a lazy op per node)
+	ExBreak = "break" // a relay stream breaks at its receiver as it takes an item
 )
+
+// budgeted reports whether the explorer may choose faults of class cls
+// in this run (a budget above zero). A fault offered with none would only
+// be counted as cut by its budget; an op offers some (and touches more
+// for them) only when it may.
+func (c *Cluster) budgeted(cls string) bool {
+	return c.Exploring() && c.cfg.Explorer.Budget[cls] > 0
+}
 
 // BlindRedisFootprints plants a hole in the footprints for the tests of
 // the checks that must find one: Redis commands then touch no key, so

@@ -49,7 +49,18 @@ func (h *nodeHooks) Gate(ctx context.Context, p system.Point) {
 	if m.Room == "" {
 		m, _ = system.MessageOf(ctx)
 	}
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Alias: msgAlias(m), Touch: h.c.tPoint(h.node, p)})
+	g := dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Alias: msgAlias(m), Touch: h.c.tPoint(h.node, p)}
+	if p.Kind == system.PointStreamDeliver && h.c.budgeted(ExBreak) {
+		// The explorer may break the stream here, at the receiver: that
+		// cuts the sender's stream too, so the choice touches its node.
+		g.Faults = []string{ExBreak}
+		if sender, _, ok := strings.Cut(p.Key, "@"); ok {
+			g.Touch = append(g.Touch, dst.W("node:"+sender))
+		} else {
+			g.Touch = nil // the sender unknown: everything
+		}
+	}
+	f := h.c.Sched.Gate(g)
 	// Counted once released: between gates only the released goroutine
 	// touches shared state. A worker parked at its done gate still holds
 	// its task (it takes no other before passing it).
@@ -61,7 +72,7 @@ func (h *nodeHooks) Gate(ctx context.Context, p system.Point) {
 	case system.PointTaskCaller:
 		h.c.rec.taskStarted(&h.tasks, h.node, p.Msg, false, h.c.Now()) // run by its submitter: not a worker
 	case system.PointStreamDeliver:
-		h.cutAtDeliver(ctx, p, h.c.takeForcedCut())
+		h.cutAtDeliver(ctx, p, f == ExBreak || h.c.takeForcedCut())
 	}
 }
 
