@@ -92,12 +92,13 @@ func (c *Cluster) offer(faults ...string) []string {
 
 // Explore fault names: each is its own budget class.
 const (
-	ExDrop  = "drop"  // a relay request (or stream write) is lost
-	ExLose  = "lose"  // a relay response is lost: the callee acted, the caller gives up
-	ExError = "error" // a Redis command fails
-	ExDelay = "delay" // a relay request is held past the caller's timeout
-	ExCrash = "crash" // a node crashes (a lazy op per node)
-	ExBreak = "break" // a relay stream breaks at its receiver as it takes an item
+	ExDrop      = "drop"      // a relay request (or stream write) is lost
+	ExLose      = "lose"      // a relay response is lost: the callee acted, the caller gives up
+	ExError     = "error"     // a Redis command fails
+	ExDelay     = "delay"     // a relay request is held past the caller's timeout
+	ExCrash     = "crash"     // a node crashes (a lazy op per node)
+	ExBreak     = "break"     // a relay stream breaks at its receiver as it takes an item
+	ExPartition = "partition" // two nodes are partitioned until the liveness phase heals them (a lazy op per pair)
 )
 
 // budgeted reports whether the explorer may choose faults of class cls
@@ -175,6 +176,29 @@ func (c *Cluster) ArmExplore() {
 				c.Inject(Fault{Kind: model.FaultCrash, Node: i})
 			}
 		}()
+	}
+	if c.budgeted(ExPartition) {
+		c.armPartitions()
+	}
+}
+
+// armPartitions parks a lazy op per pair of nodes that cuts the links
+// between them both ways: the explorer may fire one, within its cut
+// budget, and the liveness phase heals it. It touches both nodes and
+// their liveness, as a crash of each would: every call between them, and
+// every client request towards either, reads that (sound, if more than
+// a cut needs).
+func (c *Cluster) armPartitions() {
+	for i := range c.nodes {
+		for j := i + 1; j < len(c.nodes); j++ {
+			a, b := c.nodes[i].id, c.nodes[j].id
+			go func() {
+				if c.Sched.Gate(dst.GateSpec{Node: "chaos", Kind: "partition", ID: a + "-" + b, Lazy: true, Class: ExPartition,
+					Touch: []dst.Access{dst.W("node:" + a), dst.W("alive:" + a), dst.W("node:" + b), dst.W("alive:" + b)}}) == "fire" {
+					c.Inject(Fault{Kind: model.FaultPartition, Node: i, Peer: j})
+				}
+			}()
+		}
 	}
 }
 
