@@ -387,3 +387,59 @@ send user=u1 room=r1 msg=m1
 		assert.Equal(t, 1, r.Opts.Budget[sim.ExPartition])
 	})
 }
+
+// TestExploreClientRequestChoices: a client's request lost on its way in
+// (client-drops), handled with its answer lost (client-loses) or
+// delivered twice (client-dups), each a choice within its budget, on a
+// send to a member on the other node (bulk, bound 0, the whole search).
+// Each is chosen in some schedule and breaks no property; a lost answer
+// and a second copy each reach the send's duplicate path (the retry, or
+// the copy, finds the message already sequenced).
+func TestExploreClientRequestChoices(t *testing.T) {
+	for _, tc := range []struct {
+		arg, class, probe string
+	}{
+		{"client-drops", sim.ExClientDrop, ""},
+		{"client-loses", sim.ExClientLose, "chat.duplicate-from-log"},
+		{"client-dups", sim.ExClientDup, "chat.duplicate-from-log"},
+	} {
+		t.Run(tc.arg, func(t *testing.T) {
+			story := `cluster nodes=2
+----
+
+connect user=u1 node=n1
+----
+
+connect user=u2 node=n2
+----
+
+join user=u1 room=r1
+----
+
+join user=u2 room=r1
+----
+
+run for=1s
+----
+
+explore bound=0 horizon=6s ` + tc.arg + `=1
+send user=u1 room=r1 msg=m1
+----
+`
+			synctest.Test(t, func(t *testing.T) {
+				reps, err := ExploreText(t, tc.arg, story, system.ModeBulk, DefaultExploreOptions())
+				require.NoError(t, err)
+				require.Len(t, reps, 1)
+				r := reps[0]
+				assert.True(t, r.Exhausted)
+				assert.Positive(t, r.Faults, "no schedule chose the fault")
+				assert.Zero(t, r.Failing)
+				assert.Equal(t, 1, r.Opts.Budget[tc.class])
+				if tc.probe != "" {
+					assert.Positive(t, r.Probes[tc.probe], "%v", r.Probes)
+				}
+				t.Logf("%s: %d schedules, %d with the fault, probes %v", tc.arg, r.Schedules, r.Faults, r.Probes)
+			})
+		})
+	}
+}

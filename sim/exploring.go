@@ -92,13 +92,16 @@ func (c *Cluster) offer(faults ...string) []string {
 
 // Explore fault names: each is its own budget class.
 const (
-	ExDrop      = "drop"      // a relay request (or stream write) is lost
-	ExLose      = "lose"      // a relay response is lost: the callee acted, the caller gives up
-	ExError     = "error"     // a Redis command fails
-	ExDelay     = "delay"     // a relay request is held past the caller's timeout
-	ExCrash     = "crash"     // a node crashes (a lazy op per node)
-	ExBreak     = "break"     // a relay stream breaks at its receiver as it takes an item
-	ExPartition = "partition" // two nodes are partitioned until the liveness phase heals them (a lazy op per pair)
+	ExDrop       = "drop"        // a relay request (or stream write) is lost
+	ExLose       = "lose"        // a relay response is lost: the callee acted, the caller gives up
+	ExError      = "error"       // a Redis command fails
+	ExDelay      = "delay"       // a relay request is held past the caller's timeout
+	ExCrash      = "crash"       // a node crashes (a lazy op per node)
+	ExBreak      = "break"       // a relay stream breaks at its receiver as it takes an item
+	ExClientDrop = "client-drop" // a client's request to a node is lost on its way in
+	ExClientLose = "client-lose" // a client's request is handled, its answer lost on the way back
+	ExClientDup  = "client-dup"  // a client's request arrives twice (a copy runs beside it)
+	ExPartition  = "partition"   // two nodes are partitioned until the liveness phase heals them (a lazy op per pair)
 )
 
 // budgeted reports whether the explorer may choose faults of class cls
@@ -107,6 +110,18 @@ const (
 // for them) only when it may.
 func (c *Cluster) budgeted(cls string) bool {
 	return c.Exploring() && c.cfg.Explorer.Budget[cls] > 0
+}
+
+// budgetedOf returns the fault classes of classes the explorer may
+// choose in this run (nil outside exploration).
+func (c *Cluster) budgetedOf(classes ...string) []string {
+	var out []string
+	for _, cls := range classes {
+		if c.budgeted(cls) {
+			out = append(out, cls)
+		}
+	}
+	return out
 }
 
 // BlindRedisFootprints plants a hole in the footprints for the tests of

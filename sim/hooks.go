@@ -349,15 +349,45 @@ func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnarySe
 	g := dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Alias: msgAlias(m), Units: recipientsOf(req), Touch: h.c.tNode(h.node)}
 	if relayed {
 		g.FaultDelay = h.c.exploreDelay() // held past the caller's timeout
+	} else if strings.HasPrefix(info.FullMethod, "/"+relaypb.Chat_ServiceDesc.ServiceName+"/") {
+		g.Faults = h.c.budgetedOf(ExClientDrop, ExClientLose, ExClientDup)
 	}
-	if h.c.Sched.Gate(g) == ExDelay {
+	f := h.c.Sched.Gate(g)
+	switch f {
+	case ExDelay:
 		h.c.exploreFault(model.FaultDelay, h.node, id, m, false)
+	case ExClientDrop:
+		// The client's request is lost on its way in: the handler never
+		// runs, and the client's deadline ends the call.
+		h.c.exploreFault(model.FaultDropRequest, h.node, id, m, false)
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case ExClientDup:
+		// The request arrives twice: a copy runs beside it, to its end,
+		// and its answer goes nowhere.
+		h.c.exploreFault(model.FaultDuplicate, h.node, id, m, false)
+		md, _ := metadata.FromIncomingContext(ctx)
+		md = md.Copy()
+		md.Set(mdDup, "1")
+		dctx, cancel := context.WithTimeout(metadata.NewIncomingContext(context.WithoutCancel(ctx), md), ClientTimeout)
+		dctx = system.WithLabel(dctx, "recv "+id+" dup1")
+		go func() {
+			defer cancel()
+			_, _ = handler(dctx, req)
+		}()
 	}
 	ctx = system.WithLabel(ctx, "recv "+id)
 	if relayed {
 		ctx = system.WithMessage(ctx, m) // the handler's Redis commands work for it
 	}
-	return handler(ctx, req)
+	resp, err := handler(ctx, req)
+	if f == ExClientLose && err == nil {
+		// The handler acted; its answer is lost on the way back.
+		h.c.exploreFault(model.FaultDropResponse, h.node, id, m, false)
+		<-ctx.Done()
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
+	return resp, err
 }
 
 func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
