@@ -13,10 +13,13 @@ import (
 // InvalidArgument (a refusal of one item, after which the sender relays the
 // stream's items again one by one in bulk).
 type RelayCall struct {
-	Time      time.Duration
-	From, To  string
-	Mode      string
-	Refused   bool
+	Time     time.Duration
+	From, To string
+	Mode     string
+	Refused  bool
+	// Msg is the message the call carries ("room#seq"; "" for a stream,
+	// whose items are many).
+	Msg       string
 	TraceLine int
 }
 
@@ -51,6 +54,13 @@ func CheckRelayMode(h *History) []Violation {
 		if c.Mode == "bulk" && refusedBefore(refusals, c, h.ModeRefresh) {
 			continue
 		}
+		// A sender whose read of the peer's registry entry failed (a Redis
+		// error on an op of the message, at its node) keeps the peer it
+		// knew, with the version it last read, however long ago: any mode
+		// the pair spoke up to the call.
+		if h.registryReadFailed(c) && slices.Contains(h.modesBetween(c.From, c.To, 0, c.Time), c.Mode) {
+			continue
+		}
 		best := h.bestMode(c.From, c.To, c.Time)
 		out = append(out, Violation{
 			Property: PropRelayMode, Node: c.From,
@@ -60,6 +70,21 @@ func CheckRelayMode(h *History) []Violation {
 		})
 	}
 	return out
+}
+
+// registryReadFailed reports whether a Redis error hit an operation of
+// c's message on c's sender before c: the sender's read of the peer's
+// entry may have failed.
+func (h *History) registryReadFailed(c RelayCall) bool {
+	if c.Msg == "" {
+		return false
+	}
+	for _, f := range h.Faults {
+		if f.Op && f.Redis && f.Msg == c.Msg && len(f.Nodes) > 0 && f.Nodes[0] == c.From && f.From <= c.Time {
+			return true
+		}
+	}
+	return false
 }
 
 // refusedBefore reports whether a relay stream from c's sender to c's

@@ -45,6 +45,22 @@ func TestCheckRelayMode(t *testing.T) {
 			h.Versions[0].From, h.Versions[1].From = time.Second, time.Second
 			return h
 		}(), "at t=1.5s relayed to n2 in stream mode, but the best mode both speak is single (configured stream, n1 v1, n2 v1; allowed within 1s of a version change: [single])"},
+		{"a failed read of the peer's entry keeps the version last read", func() *History {
+			h := upgradeRun(RelayCall{Time: 6500 * ms, From: "n3", To: "n2", Mode: "single", Msg: "r1#4", TraceLine: 6500})
+			h.Faults = []Fault{{From: 6500 * ms, To: 6500 * ms, Kind: "redis-error", Op: true, Redis: true, Nodes: []string{"n3"}, Msg: "r1#4"}}
+			return h
+		}(), ""},
+		{"not a mode the pair never spoke", func() *History {
+			h := upgradeRun(RelayCall{Time: 6500 * ms, From: "n3", To: "n2", Mode: "bulk", Msg: "r1#4", TraceLine: 6500})
+			h.Faults = []Fault{{From: 6500 * ms, To: 6500 * ms, Kind: "redis-error", Op: true, Redis: true, Nodes: []string{"n3"}, Msg: "r1#4"}}
+			return h
+		}(), "at t=6.5s relayed to n2 in bulk mode, but the best mode both speak is stream (configured stream, n3 v3, n2 v3; allowed within 1s of a version change: [stream])"},
+		{"nor after an error of another message, or on another node", func() *History {
+			h := upgradeRun(RelayCall{Time: 6500 * ms, From: "n3", To: "n2", Mode: "single", Msg: "r1#4", TraceLine: 6500})
+			h.Faults = []Fault{{From: 6500 * ms, To: 6500 * ms, Kind: "redis-error", Op: true, Redis: true, Nodes: []string{"n3"}, Msg: "r1#5"},
+				{From: 6500 * ms, To: 6500 * ms, Kind: "redis-error", Op: true, Redis: true, Nodes: []string{"n1"}, Msg: "r1#4"}}
+			return h
+		}(), "at t=6.5s relayed to n2 in single mode, but the best mode both speak is stream (configured stream, n3 v3, n2 v3; allowed within 1s of a version change: [stream])"},
 		{"unchecked without a refresh allowance", func() *History {
 			h := upgradeRun(rc("n3", "n1", "stream", 1000))
 			h.ModeRefresh = 0

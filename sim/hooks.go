@@ -420,7 +420,7 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	alias := msgAlias(m)
 	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Alias: alias, Units: recipientsOf(req),
 		Touch: c.tCall(h.node, target), Faults: c.offer(ExDrop, ExLose)})
-	h.relayCall(method, target, false)
+	h.relayCall(method, target, false, m)
 	if m, ok := relayedOf(req); ok {
 		c.rec.relayed(m.Room, m.Seq, target, recipientsOf(req))
 	}
@@ -469,12 +469,12 @@ var relayModes = map[string]system.Mode{
 // node (refused: a relay stream the receiver ended with InvalidArgument),
 // for CheckRelayMode: the method is what goes on the wire, whatever the
 // relay says of its mode. A crashed incarnation's calls are not seen.
-func (h *nodeHooks) relayCall(method, target string, refused bool) {
+func (h *nodeHooks) relayCall(method, target string, refused bool, m system.Message) {
 	mode, ok := relayModes[method]
 	if !ok || h.life.dead.Load() {
 		return
 	}
-	h.c.rec.relay(model.RelayCall{Time: h.c.Now(), From: h.node, To: target, Mode: string(mode), Refused: refused})
+	h.c.rec.relay(model.RelayCall{Time: h.c.Now(), From: h.node, To: target, Mode: string(mode), Refused: refused, Msg: msgName(m)})
 }
 
 // lost makes a call fail the way a lost message does: nothing comes back

@@ -47,7 +47,7 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	link := system.Label(ctx)
 	id := shortMethod(method) + " " + link + " " + attemptOf(ctx)
 	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id, Touch: c.tCall(h.node, target)})
-	h.relayCall(method, target, false)
+	h.relayCall(method, target, false, system.Message{})
 	h.linkEvent(link, "open")
 	ctx, cancel := context.WithCancel(ctx)
 	s := &simClientStream{h: h, id: id, link: link, target: target, cancel: cancel}
@@ -162,7 +162,7 @@ func (s *simClientStream) RecvMsg(m any) error {
 	case status.Code(err) == codes.InvalidArgument, status.Code(err) == codes.Unimplemented:
 		// Refused: an item (a smaller limit), or the method (a peer that
 		// no longer speaks v3, until the sender reads its new version).
-		h.relayCall(relaypb.Relay_RelayStream_FullMethodName, s.target, true)
+		h.relayCall(relaypb.Relay_RelayStream_FullMethodName, s.target, true, system.Message{})
 	}
 	if err != nil {
 		return err
