@@ -92,16 +92,16 @@ func (c *Cluster) offer(faults ...string) []string {
 
 // Explore fault names: each is its own budget class.
 const (
-	ExDrop       = "drop"        // a relay request (or stream write) is lost
-	ExLose       = "lose"        // a relay response is lost: the callee acted, the caller gives up
-	ExError      = "error"       // a Redis command fails
-	ExDelay      = "delay"       // a relay request is held past the caller's timeout
-	ExCrash      = "crash"       // a node crashes (a lazy op per node)
-	ExBreak      = "break"       // a relay stream breaks at its receiver as it takes an item
-	ExClientDrop = "client-drop" // a client's request to a node is lost on its way in
-	ExClientLose = "client-lose" // a client's request is handled, its answer lost on the way back
-	ExClientDup  = "client-dup"  // a client's request arrives twice (a copy runs beside it)
-	ExPartition  = "partition"   // two nodes are partitioned until the liveness phase heals them (a lazy op per pair)
+	ExDrop       = "drop"                       // a relay request (or stream write) is lost
+	ExLose       = "lose"                       // a relay response is lost: the callee acted, the caller gives up
+	ExError      = "error"                      // a Redis command fails
+	ExDelay      = "delay"                      // a relay request is held past the caller's timeout
+	ExCrash      = "crash"                      // a node crashes (a lazy op per node)
+	ExBreak      = "break"                      // a relay stream breaks at its receiver as it takes an item
+	ExClientDrop = "client-drop"                // a client's request to a node is lost on its way in
+	ExClientLose = "client-lose"                // a client's request is handled, its answer lost on the way back
+	ExClientDup  = "client-dup"                 // a client's request arrives twice (a copy runs beside it)
+	ExPartition  = string(model.FaultPartition) // two nodes are partitioned until the liveness phase heals them (a lazy op per pair)
 )
 
 // budgeted reports whether the explorer may choose faults of class cls
@@ -208,7 +208,7 @@ func (c *Cluster) armPartitions() {
 		for j := i + 1; j < len(c.nodes); j++ {
 			a, b := c.nodes[i].id, c.nodes[j].id
 			go func() {
-				if c.Sched.Gate(dst.GateSpec{Node: "chaos", Kind: "partition", ID: a + "-" + b, Lazy: true, Class: ExPartition,
+				if c.Sched.Gate(dst.GateSpec{Node: "chaos", Kind: ExPartition, ID: a + "-" + b, Lazy: true, Class: ExPartition,
 					Touch: []dst.Access{dst.W("node:" + a), dst.W("alive:" + a), dst.W("node:" + b), dst.W("alive:" + b)}}) == "fire" {
 					c.Inject(Fault{Kind: model.FaultPartition, Node: i, Peer: j})
 				}
