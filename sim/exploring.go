@@ -97,6 +97,9 @@ const (
 	ExError = "error" // a Redis command fails
 	ExDelay = "delay" // a relay request is held past the caller's timeout
 	ExCrash = "crash" // a node crashes (a lazy op per node)
+	// ExTimer fires a timer early: virtual time runs on while work is in
+	// flight, until the next timer makes something park (dst.TimerClass).
+	ExTimer = dst.TimerClass
 )
 
 // BlindRedisFootprints plants a hole in the footprints for the tests of
@@ -156,6 +159,9 @@ func (c *Cluster) ArmExplore() {
 		return
 	}
 	e.Arm(c.Sched)
+	if e.Budget[ExTimer] > 0 {
+		c.Sched.OnTimer = c.timerFired
+	}
 	for i, sn := range c.nodes {
 		if !sn.up {
 			continue
@@ -232,4 +238,17 @@ func (c *Cluster) exploreDelay() time.Duration {
 func (c *Cluster) exploreFault(kind model.FaultKind, node, what string, m system.Message, redis bool, targets ...string) {
 	c.inject(injection{node: node, what: fmt.Sprintf("%s %s (explored)", kind, what),
 		record: c.opFault(kind, m, redis, append([]string{node}, targets...)...)})
+}
+
+// timerFired records a timer the explorer fired early: virtual time ran
+// on from from to to while work was in flight, so every node held its
+// operations that long, as a pause of them all does (the oracle's
+// excuse for what that made late; a fault the explorer chose).
+func (c *Cluster) timerFired(from, to time.Duration) {
+	nodes := make([]string, 0, len(c.nodes))
+	for _, sn := range c.nodes {
+		nodes = append(nodes, sn.id)
+	}
+	c.inject(injection{node: "clock", what: fmt.Sprintf("timer fired early: every node held its work from %v for %v", from, to-from),
+		record: &model.Fault{From: from, To: to, Kind: model.FaultPause, Nodes: nodes}})
 }

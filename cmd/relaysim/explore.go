@@ -43,6 +43,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	loses := fs.Int("loses", 0, "relay responses a schedule may lose (the callee acted, the caller gives up)")
 	rerrors := fs.Int("errors", 0, "Redis commands a schedule may fail")
 	delays := fs.Int("delays", 0, "relay requests a schedule may hold past the caller's timeout")
+	timers := fs.Int("timers", 0, "timers a schedule may fire early, between two steps of work in flight")
 	horizon := fs.Duration("horizon", 3*time.Second, "the explored window: virtual time from the steps")
 	drain := fs.Duration("drain", 2*time.Second, "the liveness phase after the horizon")
 	limit := fs.Int("limit", 0, "stop after this many schedules per search (0: no limit; the search then says exhausted=no)")
@@ -113,7 +114,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		}
 		def.Bound = b
 	}
-	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays}
+	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays, sim.ExTimer: *timers}
 	def.Horizon, def.Drain, def.Limit, def.Reduce, def.Depth = *horizon, *drain, *limit, *reduce, *depth
 	def.Iterate, def.Sample, def.SampleDepth = *iterate, *pct, *pctDepth
 	if *pct < 0 || *pctDepth < 0 {
@@ -129,7 +130,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	def.Fixed = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "bound", "crashes", "drops", "loses", "errors", "delays", "horizon", "drain", "limit":
+		case "bound", "crashes", "drops", "loses", "errors", "delays", "timers", "horizon", "drain", "limit":
 			def.Fixed[f.Name] = true
 		}
 	})
@@ -597,7 +598,7 @@ func exploreBanner(name string, r *scenarios.ExploreReport, k int, v scenarios.E
 // budgetFlags repeats the flags that shape a search, for a replay line.
 func budgetFlags(fs *flag.FlagSet) string {
 	var b strings.Builder
-	for _, n := range []string{"bound", "crashes", "drops", "loses", "errors", "delays", "horizon", "drain", "depth"} {
+	for _, n := range []string{"bound", "crashes", "drops", "loses", "errors", "delays", "timers", "horizon", "drain", "depth"} {
 		if f := fs.Lookup(n); f != nil && f.Value.String() != f.DefValue {
 			fmt.Fprintf(&b, " -%s %s", n, f.Value.String())
 		}
