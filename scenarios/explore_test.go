@@ -129,6 +129,7 @@ func TestExploreReducedMatchesNaive(t *testing.T) {
 		"broken-stream-resend/0": all,
 		"user-moves/0":           all,
 		"send-races-leave/0":     all,
+		"catch-up-tick/0":        all,                                                      // timers=1: naive 88, 42, 112 schedules
 		"two-senders/0":          func(m system.Mode) bool { return m == system.ModeBulk }, // 1,596 naive schedules in single
 	}
 	for _, story := range StoryNames() {
