@@ -89,7 +89,7 @@ explore:
 	mkdir -p out
 	$(GO) test ./scenarios -count=1 -timeout 3h -run 'TestExploreBench' -v -explore.bench=$(CURDIR)/out/explore-bench.md -explore.cap=$(EXPLORE_CAP) -explore.bounds=1,2,3
 	$(GO) test ./scenarios -count=1 -timeout 3h -run 'TestExploreReducedMatchesNaive|TestExploreCommutes' -explore.long -explore.commute-pairs=40 -explore.commute-seed=$$(date +%s)
-	$(GO) test ./sim/dst -count=1 -run 'TestExplore(Bound|Timers)?SoundOnRandomPrograms' -rapid.checks=2000
+	$(GO) test ./sim/dst -count=1 -run 'TestExplore(Bound|Timers|EarlyTimers)?SoundOnRandomPrograms' -rapid.checks=2000
 
 ## probes: CI's upgrade sweep with the code probes it must reach
 ## (.ci/required-probes, docs/probes.md): each probe's count of runs that

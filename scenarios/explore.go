@@ -33,7 +33,7 @@ type ExploreOptions struct {
 	Bound int
 	// Budget caps each fault class per schedule: sim.ExCrash, ExDrop,
 	// ExLose, ExError, ExDelay, ExBreak, ExPartition, ExClientDrop, ExClientLose,
-	// ExClientDup.
+	// ExClientDup, and the timers fired early, ExTimer.
 	Budget map[string]int
 	// Horizon is how long the explored window lasts (virtual time from the
 	// steps); Drain the liveness phase after it.
@@ -215,7 +215,7 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 		o.Budget[k] = v
 	}
 	budgets := map[string]string{"crashes": sim.ExCrash, "drops": sim.ExDrop, "loses": sim.ExLose, "errors": sim.ExError, "delays": sim.ExDelay, "breaks": sim.ExBreak, "partitions": sim.ExPartition,
-		"client-drops": sim.ExClientDrop, "client-loses": sim.ExClientLose, "client-dups": sim.ExClientDup}
+		"client-drops": sim.ExClientDrop, "client-loses": sim.ExClientLose, "client-dups": sim.ExClientDup, "timers": sim.ExTimer}
 	fixed := map[string]string{"bound": boundString(def.Bound), "horizon": def.Horizon.String(), "drain": def.Drain.String(), "limit": strconv.Itoa(def.Limit)}
 	for k, cls := range budgets {
 		fixed[k] = strconv.Itoa(def.Budget[cls])
@@ -248,7 +248,7 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 		default:
 			cls, ok := budgets[arg.Key]
 			if !ok {
-				return o, nil, fmt.Errorf("explore: unknown argument %q (it takes bound, horizon, drain, limit, crashes, drops, loses, errors, delays, breaks, partitions, client-drops, client-loses, client-dups)", arg.Key)
+				return o, nil, fmt.Errorf("explore: unknown argument %q (it takes bound, horizon, drain, limit, crashes, drops, loses, errors, delays, breaks, partitions, client-drops, client-loses, client-dups, timers)", arg.Key)
 			}
 			o.Budget[cls], err = strconv.Atoi(v)
 		}

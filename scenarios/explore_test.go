@@ -129,6 +129,7 @@ func TestExploreReducedMatchesNaive(t *testing.T) {
 		"broken-stream-resend/0": all,
 		"user-moves/0":           all,
 		"send-races-leave/0":     all,
+		"catch-up-tick/0":        all,                                                      // timers=1: naive 88, 42, 112 schedules
 		"two-senders/0":          func(m system.Mode) bool { return m == system.ModeBulk }, // 1,596 naive schedules in single
 	}
 	for _, story := range StoryNames() {
@@ -442,4 +443,33 @@ send user=u1 room=r1 msg=m1
 			})
 		})
 	}
+}
+
+// Timers as choices: the story's timers= is a budget like the faults'
+// (a fixed -timers wins over it), and with it the catch-up tick lands
+// inside the live delivery of catch-up-tick, which -timers 0 never
+// shows (docs/model-checking.md, "Timers as choices").
+func TestExploreTimersBudget(t *testing.T) {
+	text, err := Story("catch-up-tick")
+	require.NoError(t, err)
+	synctest.Test(t, func(t *testing.T) {
+		on, err := ExploreText(t, "catch-up-tick", text, system.ModeSingle, DefaultExploreOptions())
+		require.NoError(t, err)
+		require.Len(t, on, 1)
+		assert.Equal(t, 1, on[0].Opts.Budget[sim.ExTimer])
+		assert.True(t, on[0].Exhausted)
+		assert.Positive(t, on[0].Probes[system.ProbeSessionCatchUpFilled], "the tick fills m2 from the log before the live delivery")
+		assert.Positive(t, on[0].Faults, "a fired timer counts as a choice like a fault")
+
+		def := DefaultExploreOptions()
+		def.Fixed = map[string]bool{"timers": true} // -timers 0
+		off, err := ExploreText(t, "catch-up-tick", text, system.ModeSingle, def)
+		require.NoError(t, err)
+		require.Len(t, off, 1)
+		assert.Equal(t, []string{"timers=1 (fixed: 0)"}, off[0].Overridden)
+		assert.True(t, off[0].Exhausted)
+		assert.Equal(t, 1, off[0].Schedules, "timers as barriers: one schedule at bound 0")
+		assert.Zero(t, off[0].Probes[system.ProbeSessionCatchUpFilled])
+		assert.Zero(t, off[0].Faults)
+	})
 }

@@ -102,6 +102,9 @@ const (
 	ExClientLose = "client-lose"                // a client's request is handled, its answer lost on the way back
 	ExClientDup  = "client-dup"                 // a client's request arrives twice (a copy runs beside it)
 	ExPartition  = string(model.FaultPartition) // two nodes are partitioned until the liveness phase heals them (a lazy op per pair)
+	// ExTimer fires a timer early: virtual time runs on while work is in
+	// flight, until the next timer makes something park (dst.TimerClass).
+	ExTimer = dst.TimerClass
 )
 
 // budgeted reports whether the explorer may choose faults of class cls
@@ -181,6 +184,9 @@ func (c *Cluster) ArmExplore() {
 		return
 	}
 	e.Arm(c.Sched)
+	if e.Budget[ExTimer] > 0 {
+		c.Sched.OnTimer = c.timerFired
+	}
 	for i, sn := range c.nodes {
 		if !sn.up {
 			continue
@@ -280,4 +286,17 @@ func (c *Cluster) exploreDelay() time.Duration {
 func (c *Cluster) exploreFault(kind model.FaultKind, node, what string, m system.Message, redis bool, targets ...string) {
 	c.inject(injection{node: node, what: fmt.Sprintf("%s %s (explored)", kind, what),
 		record: c.opFault(kind, m, redis, append([]string{node}, targets...)...)})
+}
+
+// timerFired records a timer the explorer fired early: virtual time ran
+// on from from to to while work was in flight, so every node held its
+// operations that long, as a pause of them all does (the oracle's
+// excuse for what that made late; a fault the explorer chose).
+func (c *Cluster) timerFired(from, to time.Duration) {
+	nodes := make([]string, 0, len(c.nodes))
+	for _, sn := range c.nodes {
+		nodes = append(nodes, sn.id)
+	}
+	c.inject(injection{node: "clock", what: fmt.Sprintf("timer fired early: every node held its work from %v for %v", from, to-from),
+		record: &model.Fault{From: from, To: to, Kind: model.FaultPause, Nodes: nodes}})
 }

@@ -48,6 +48,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	clientDrops := fs.Int("client-drops", 0, "client requests a schedule may lose on their way in")
 	clientLoses := fs.Int("client-loses", 0, "client requests a schedule may handle and lose the answer of")
 	clientDups := fs.Int("client-dups", 0, "client requests a schedule may deliver twice")
+	timers := fs.Int("timers", 0, "timers a schedule may fire early, between two steps of work in flight")
 	horizon := fs.Duration("horizon", 3*time.Second, "the explored window: virtual time from the steps")
 	drain := fs.Duration("drain", 2*time.Second, "the liveness phase after the horizon")
 	limit := fs.Int("limit", 0, "stop after this many schedules per search (0: no limit; the search then says exhausted=no)")
@@ -119,7 +120,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		def.Bound = b
 	}
 	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays, sim.ExBreak: *breaks, sim.ExPartition: *partitions,
-		sim.ExClientDrop: *clientDrops, sim.ExClientLose: *clientLoses, sim.ExClientDup: *clientDups}
+		sim.ExClientDrop: *clientDrops, sim.ExClientLose: *clientLoses, sim.ExClientDup: *clientDups, sim.ExTimer: *timers}
 	def.Horizon, def.Drain, def.Limit, def.Reduce, def.Depth = *horizon, *drain, *limit, *reduce, *depth
 	def.Iterate, def.Sample, def.SampleDepth = *iterate, *pct, *pctDepth
 	if *pct < 0 || *pctDepth < 0 {
@@ -135,7 +136,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	def.Fixed = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "bound", "crashes", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "horizon", "drain", "limit":
+		case "bound", "crashes", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "timers", "horizon", "drain", "limit":
 			def.Fixed[f.Name] = true
 		}
 	})
@@ -603,7 +604,7 @@ func exploreBanner(name string, r *scenarios.ExploreReport, k int, v scenarios.E
 // budgetFlags repeats the flags that shape a search, for a replay line.
 func budgetFlags(fs *flag.FlagSet) string {
 	var b strings.Builder
-	for _, n := range []string{"bound", "crashes", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "horizon", "drain", "depth"} {
+	for _, n := range []string{"bound", "crashes", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "timers", "horizon", "drain", "depth"} {
 		if f := fs.Lookup(n); f != nil && f.Value.String() != f.DefValue {
 			fmt.Fprintf(&b, " -%s %s", n, f.Value.String())
 		}

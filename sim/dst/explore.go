@@ -136,11 +136,30 @@ type event struct {
 	level   int // -1: no choice was made (a barrier with nothing to fire)
 	preempt bool
 	lazy    bool // a lazy op fired
+	timer   bool // the lazy op fired was the clock's (TimerClass)
 }
 
 // Fault choices are "key!fault"; a lazy op fires as its key; a barrier
 // that fires nothing is tick.
 const tick = "@tick"
+
+// TimerClass is the budget class of timers fired early (Budget[TimerClass]
+// > 0 offers them): a lazy op of the clock, TimerKey, parked while the
+// explorer is armed, that only the explorer fires. Firing it lets virtual
+// time run on while ops are still ready — as if all the work in flight
+// were slow — until the next timer of the bubble makes something park at
+// a gate (or the driver's own end): the earliest due timers fire between
+// two steps of work in flight, not only once it is all done. The driver
+// cannot tell whose timer fires next (the system under test uses the
+// bubble's clock directly), so the op's footprint is unknown: dependent
+// with everything. It is offered only where something is ready (where
+// nothing is, time runs on anyway: a barrier) and not at the horizon.
+const TimerClass = "timer"
+
+// TimerKey is the clock's lazy op: node "clock", kind "timer", id "next".
+const TimerKey = timerNode + "|" + TimerClass + "|next"
+
+const timerNode = "clock"
 
 func faultChoice(key, f string) string { return key + "!" + f }
 
@@ -167,11 +186,13 @@ func (e *Explorer) newLevel(ready, lazy []*Op) *level {
 		chain: map[string]bool{}, faults: map[string]int{}}
 	defer func() { e.passed = false }()
 	// The chain goes on from the last event; a lazy op's firing (a crash)
-	// does not end the chain it interrupted, so it is no free switch.
+	// does not end the chain it interrupted, so it is no free switch. A
+	// timer fired early does: what it woke is the chain now (the work it
+	// interrupted waits, as slow work does).
 	from := map[int]bool{}
 	for k := len(e.events) - 1; k >= 0; k-- {
 		from[k] = true
-		if !e.events[k].lazy {
+		if !e.events[k].lazy || e.events[k].timer {
 			break
 		}
 	}

@@ -7,6 +7,8 @@ package dst
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 )
@@ -27,6 +29,9 @@ func (e *Explorer) Arm(s *Scheduler) {
 	e.Schedules++
 	s.lock <- struct{}{}
 	s.cur = -1
+	if e.Budget[TimerClass] > 0 {
+		s.parkTimer()
+	}
 	<-s.lock
 }
 
@@ -38,6 +43,7 @@ func (e *Explorer) Disarm(s *Scheduler) (fired bool) {
 		return false
 	}
 	s.lock <- struct{}{}
+	s.unparkTimer() // a timer at the horizon is the liveness phase's
 	var lazy []*Op
 	for _, op := range s.sorted {
 		if op.Lazy {
@@ -62,6 +68,11 @@ func (e *Explorer) Disarm(s *Scheduler) (fired bool) {
 // now (virtual time may advance: a barrier).
 func (s *Scheduler) exploreStep(ready, lazy []*Op, now time.Duration) bool {
 	e := s.Explorer
+	if s.timerOp != nil && (len(ready) == 0 || now >= s.until) {
+		// The clock's timer is offered only with work ready, and before
+		// the horizon: where nothing is ready time runs on anyway.
+		lazy = s.withoutTimer(lazy)
+	}
 	if len(ready) == 0 {
 		if e.ticked {
 			return false
@@ -83,6 +94,13 @@ func (s *Scheduler) exploreStep(ready, lazy []*Op, now time.Duration) bool {
 	op, fault := e.choose(ready, lazy)
 	if op.Lazy {
 		e.fire(s, op)
+		if isTimer(op) {
+			// A timer fired early: nothing is released, time runs on
+			// until the next timer of the bubble parks something (drive's
+			// wait), and drive says how far (OnTimer).
+			s.timerFrom = now
+			return false
+		}
 		return true
 	}
 	s.lock <- struct{}{}
@@ -114,12 +132,18 @@ func (s *Scheduler) exploreStep(ready, lazy []*Op, now time.Duration) bool {
 	return true
 }
 
-// fire releases a lazy op with "fire".
+// fire releases a lazy op with "fire". The clock's timer has no
+// goroutine behind it: it is parked again (the budget says how often it
+// may fire), and drive lets time run on.
 func (e *Explorer) fire(s *Scheduler, op *Op) {
 	s.lock <- struct{}{}
 	s.cur = len(e.events) - 1
 	op.fault = "fire"
 	s.unpark(op)
+	if op == s.timerOp {
+		s.timerOp = nil
+		s.parkTimer()
+	}
 	<-s.lock
 	s.Steps++
 	s.trace.Event(s.Now(), op.Node, "explore: fire %s %s", op.Kind, op.ID)
@@ -160,7 +184,7 @@ func (e *Explorer) choose(ready, lazy []*Op) (*Op, string) {
 	l.done[c] = true
 	preempt := !op.Lazy && len(l.chain) > 0 && !l.chain[key]
 	l.preempted = preempt
-	e.record(event{choice: c, key: key, inst: op.arrival, touch: l.touchOf(c), parent: op.parent, prev: e.prevOf(op.arrival), level: e.depth, preempt: preempt, lazy: op.Lazy})
+	e.record(event{choice: c, key: key, inst: op.arrival, touch: l.touchOf(c), parent: op.parent, prev: e.prevOf(op.arrival), level: e.depth, preempt: preempt, lazy: op.Lazy, timer: isTimer(op)})
 	e.depth++
 	e.MaxDepth = max(e.MaxDepth, e.depth)
 	return op, fault
@@ -297,4 +321,41 @@ func keysOf(ready, lazy []*Op) string {
 		ks = append(ks, op.Key+" (lazy)")
 	}
 	return strings.Join(ks, ", ")
+}
+
+// isTimer says whether op is the clock's lazy op (TimerClass).
+func isTimer(op *Op) bool { return op.Lazy && op.Node == timerNode && op.Class == TimerClass }
+
+// parkTimer parks the clock's lazy op (TimerKey): no goroutine waits on
+// it; firing it lets virtual time run on. Called with s.lock held.
+func (s *Scheduler) parkTimer() {
+	op := &Op{Key: TimerKey, Node: timerNode, Kind: TimerClass, ID: "next", Lazy: true, Class: TimerClass,
+		parent: s.cur, release: make(chan struct{})}
+	s.arrived++
+	op.arrival = s.arrived
+	s.parked[op.Key] = op
+	i := sort.Search(len(s.sorted), func(i int) bool { return s.sorted[i].Key >= op.Key })
+	s.sorted = slices.Insert(s.sorted, i, op)
+	s.timerOp = op
+}
+
+// unparkTimer takes the clock's lazy op away (the horizon). Called with
+// s.lock held.
+func (s *Scheduler) unparkTimer() {
+	if s.timerOp != nil {
+		s.unpark(s.timerOp)
+		s.timerOp = nil
+	}
+}
+
+// withoutTimer is lazy without the clock's op (a buffer of its own).
+func (s *Scheduler) withoutTimer(lazy []*Op) []*Op {
+	out := s.lazyNoTimer[:0]
+	for _, op := range lazy {
+		if op != s.timerOp {
+			out = append(out, op)
+		}
+	}
+	s.lazyNoTimer = out
+	return out
 }

@@ -84,12 +84,25 @@ type Scheduler struct {
 	// OnRelease, when set, is told of each released op (driver side, in
 	// release order): the experiments time fan-outs with it.
 	OnRelease func(op *Op, now time.Duration)
+	// OnTimer, when set, is told when virtual time ran on from from to to
+	// because the explorer fired a timer early (TimerClass) while work was
+	// in flight: every op parked then was held that long.
+	OnTimer func(from, to time.Duration)
 	// Explorer, when set and armed, makes every choice instead of the
 	// strategy (explorestep.go); cur is the index of its latest event, which
 	// ops that park now record as their parent.
 	Explorer *Explorer
 	cur      int
 	lazyBuf  []*Op
+	// timerOp is the clock's lazy op while the explorer offers timers
+	// (TimerClass); lazyNoTimer the lazy ops without it; until the end
+	// of the drive under way (no timer is offered from then on).
+	timerOp     *Op
+	lazyNoTimer []*Op
+	until       time.Duration
+	// timerFrom is when the explorer fired a timer early (-1: none since
+	// drive last looked).
+	timerFrom time.Duration
 }
 
 // NewScheduler returns a scheduler whose clock starts now (inside the bubble).
@@ -97,7 +110,7 @@ func NewScheduler(s Strategy, trace *Trace, latency func(node, kind, id string) 
 	return &Scheduler{
 		start: time.Now(), lock: make(chan struct{}, 1), parked: map[string]*Op{},
 		wake: make(chan struct{}, 1), strategy: s, latency: latency, trace: trace,
-		pausedTo: map[string]time.Duration{}, heldOwner: map[any]bool{}, cur: -1,
+		pausedTo: map[string]time.Duration{}, heldOwner: map[any]bool{}, cur: -1, timerFrom: -1,
 	}
 }
 
@@ -379,6 +392,7 @@ func (s *Scheduler) Await(done <-chan struct{}, limit time.Duration) bool {
 // let the strategy delay it), and when none is ready let virtual time run
 // to the next ready op, the end, or done (nil: never) closing.
 func (s *Scheduler) drive(done <-chan struct{}, end time.Duration) bool {
+	s.until = end
 	for {
 		select {
 		case <-done:
@@ -396,6 +410,13 @@ func (s *Scheduler) drive(done <-chan struct{}, end time.Duration) bool {
 		default:
 		}
 		now := s.Now()
+		if s.timerFrom >= 0 {
+			// Time ran on from a timer fired early (exploreStep): say how far.
+			if s.OnTimer != nil {
+				s.OnTimer(s.timerFrom, now)
+			}
+			s.timerFrom = -1
+		}
 		ready, next := s.ready(now)
 		if e := s.Explorer; e != nil && e.armed {
 			if s.exploreStep(ready, s.lazyBuf, now) {
