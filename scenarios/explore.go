@@ -31,8 +31,8 @@ import (
 type ExploreOptions struct {
 	// Bound is the preemption bound (< 0: none).
 	Bound int
-	// Budget caps each fault class per schedule: sim.ExCrash, ExDrop,
-	// ExLose, ExError, ExDelay.
+	// Budget caps each fault class per schedule: sim.ExCrash, ExReboot,
+	// ExDrop, ExLose, ExError, ExDelay.
 	Budget map[string]int
 	// Horizon is how long the explored window lasts (virtual time from the
 	// steps); Drain the liveness phase after it.
@@ -213,7 +213,7 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 	for k, v := range def.Budget {
 		o.Budget[k] = v
 	}
-	budgets := map[string]string{"crashes": sim.ExCrash, "drops": sim.ExDrop, "loses": sim.ExLose, "errors": sim.ExError, "delays": sim.ExDelay}
+	budgets := map[string]string{"crashes": sim.ExCrash, "reboots": sim.ExReboot, "drops": sim.ExDrop, "loses": sim.ExLose, "errors": sim.ExError, "delays": sim.ExDelay}
 	fixed := map[string]string{"bound": boundString(def.Bound), "horizon": def.Horizon.String(), "drain": def.Drain.String(), "limit": strconv.Itoa(def.Limit)}
 	for k, cls := range budgets {
 		fixed[k] = strconv.Itoa(def.Budget[cls])
@@ -246,7 +246,7 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 		default:
 			cls, ok := budgets[arg.Key]
 			if !ok {
-				return o, nil, fmt.Errorf("explore: unknown argument %q (it takes bound, horizon, drain, limit, crashes, drops, loses, errors, delays)", arg.Key)
+				return o, nil, fmt.Errorf("explore: unknown argument %q (it takes bound, horizon, drain, limit, crashes, reboots, drops, loses, errors, delays)", arg.Key)
 			}
 			o.Budget[cls], err = strconv.Atoi(v)
 		}

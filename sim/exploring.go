@@ -97,6 +97,10 @@ const (
 	ExError = "error" // a Redis command fails
 	ExDelay = "delay" // a relay request is held past the caller's timeout
 	ExCrash = "crash" // a node crashes (a lazy op per node)
+	// ExReboot: a crashed node restarts inside the window (a lazy op per
+	// node crashed there), with a new epoch, as the liveness phase would
+	// restart it.
+	ExReboot = "reboot"
 )
 
 // BlindRedisFootprints plants a hole in the footprints for the tests of
@@ -156,6 +160,10 @@ func (c *Cluster) ArmExplore() {
 		return
 	}
 	e.Arm(c.Sched)
+	// Reboots are offered only when the search may choose one: a lazy op
+	// parked is a choice at every barrier, so with no reboot budget none
+	// is parked and the search is the one it was before reboots.
+	c.rebootArmed = e.Budget[ExReboot] > 0
 	for i, sn := range c.nodes {
 		if !sn.up {
 			continue
@@ -164,9 +172,32 @@ func (c *Cluster) ArmExplore() {
 			if c.Sched.Gate(dst.GateSpec{Node: sn.id, Kind: "crash", ID: sn.id, Lazy: true, Class: ExCrash,
 				Touch: []dst.Access{dst.W("node:" + sn.id), dst.W("alive:" + sn.id)}}) == "fire" {
 				c.Inject(Fault{Kind: model.FaultCrash, Node: i})
+				c.offerReboot(i)
 			}
 		}()
 	}
+}
+
+// offerReboot parks a lazy reboot op for node i, crashed inside the
+// explored window of a search with a reboot budget: the explorer may
+// restart it there (SAMC's and FlyMC's "crash and reboot anywhere"), as
+// the chaos injector's restart does, with a new epoch. Its footprint is
+// unknown, so it is dependent with everything: a restart registers the
+// node anew in Redis, bumps its epoch, opens its listener to peers and
+// clients, and what its start touches is not listed here (sound, if
+// slower). Called from the goroutine that crashed the node, inside the
+// crash's event: the reboot is caused by the crash.
+func (c *Cluster) offerReboot(i int) {
+	if !c.rebootArmed || c.nodes[i].up {
+		return
+	}
+	id := c.nodes[i].id
+	go func() {
+		if c.Sched.Gate(dst.GateSpec{Node: id, Kind: "reboot", ID: id, Lazy: true, Class: ExReboot}) != "fire" {
+			return // the window closed, or teardown released it
+		}
+		c.Inject(Fault{Kind: model.FaultRestart, Node: i})
+	}()
 }
 
 // HorizonPending is the story's work still pending when the explored
@@ -197,6 +228,10 @@ func (c *Cluster) HorizonTimers() int { return c.timers.pending() }
 // before the crash has (it would find the node up, and clients
 // reconnecting to it would meet the crash).
 func (c *Cluster) DisarmExplore() {
+	// A crash fired at the horizon is not offered a reboot: the liveness
+	// phase restarts it. (A reboot op parked earlier and not fired stays
+	// parked, lazy, until teardown releases it.)
+	c.rebootArmed = false
 	if e := c.cfg.Explorer; e != nil && e.Disarm(c.Sched) {
 		c.Sched.RunFor(0)
 	}
@@ -214,6 +249,7 @@ func (c *Cluster) CrashStep(i int) {
 			return
 		}
 		c.Inject(Fault{Kind: model.FaultCrash, Node: i})
+		c.offerReboot(i)
 	}()
 }
 
