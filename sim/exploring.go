@@ -153,7 +153,9 @@ func (c *Cluster) UnknownFootprints() map[string]int {
 
 // ArmExplore starts the explorer's choices of this run (a story's
 // concurrent steps begin) and parks a lazy crash op per node that is up:
-// the explorer may fire one, within its crash budget.
+// the explorer may fire one, within its crash budget. With a reboot
+// budget, each node that is down (crashed in the setup) gets a lazy
+// reboot op (offerReboot).
 func (c *Cluster) ArmExplore() {
 	e := c.cfg.Explorer
 	if e == nil {
@@ -166,6 +168,11 @@ func (c *Cluster) ArmExplore() {
 	c.rebootArmed = e.Budget[ExReboot] > 0
 	for i, sn := range c.nodes {
 		if !sn.up {
+			// Down when the window opens (a crash in the setup): it may
+			// come back inside the window.
+			if !sn.starting && !sn.stopping {
+				c.offerReboot(i)
+			}
 			continue
 		}
 		go func() {
