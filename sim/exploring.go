@@ -98,8 +98,8 @@ const (
 	ExDelay = "delay" // a relay request is held past the caller's timeout
 	ExCrash = "crash" // a node crashes (a lazy op per node)
 	// ExReboot: a crashed node restarts inside the window (a lazy op per
-	// node crashed there), with a new epoch, as the liveness phase would
-	// restart it.
+	// node crashed there, or down when it opened), with a new epoch, as
+	// the liveness phase would restart it.
 	ExReboot = "reboot"
 )
 
@@ -193,7 +193,8 @@ func (c *Cluster) ArmExplore() {
 // node anew in Redis, bumps its epoch, opens its listener to peers and
 // clients, and what its start touches is not listed here (sound, if
 // slower). Called from the goroutine that crashed the node, inside the
-// crash's event: the reboot is caused by the crash.
+// crash's event (the reboot is caused by the crash), or by ArmExplore for
+// a node already down.
 func (c *Cluster) offerReboot(i int) {
 	if !c.rebootArmed || c.nodes[i].up {
 		return
