@@ -31,9 +31,9 @@ import (
 type ExploreOptions struct {
 	// Bound is the preemption bound (< 0: none).
 	Bound int
-	// Budget caps each fault class per schedule: sim.ExCrash, ExDrop,
-	// ExLose, ExError, ExDelay, ExBreak, ExPartition, ExClientDrop, ExClientLose,
-	// ExClientDup, and the timers fired early, ExTimer.
+	// Budget caps each fault class per schedule: sim.ExCrash, ExReboot,
+	// ExDrop, ExLose, ExError, ExDelay, ExBreak, ExPartition, ExClientDrop,
+	// ExClientLose, ExClientDup, and the timers fired early, ExTimer.
 	Budget map[string]int
 	// Horizon is how long the explored window lasts (virtual time from the
 	// steps); Drain the liveness phase after it.
@@ -214,7 +214,7 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 	for k, v := range def.Budget {
 		o.Budget[k] = v
 	}
-	budgets := map[string]string{"crashes": sim.ExCrash, "drops": sim.ExDrop, "loses": sim.ExLose, "errors": sim.ExError, "delays": sim.ExDelay, "breaks": sim.ExBreak, "partitions": sim.ExPartition,
+	budgets := map[string]string{"crashes": sim.ExCrash, "reboots": sim.ExReboot, "drops": sim.ExDrop, "loses": sim.ExLose, "errors": sim.ExError, "delays": sim.ExDelay, "breaks": sim.ExBreak, "partitions": sim.ExPartition,
 		"client-drops": sim.ExClientDrop, "client-loses": sim.ExClientLose, "client-dups": sim.ExClientDup, "timers": sim.ExTimer}
 	fixed := map[string]string{"bound": boundString(def.Bound), "horizon": def.Horizon.String(), "drain": def.Drain.String(), "limit": strconv.Itoa(def.Limit)}
 	for k, cls := range budgets {
@@ -248,7 +248,7 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 		default:
 			cls, ok := budgets[arg.Key]
 			if !ok {
-				return o, nil, fmt.Errorf("explore: unknown argument %q (it takes bound, horizon, drain, limit, crashes, drops, loses, errors, delays, breaks, partitions, client-drops, client-loses, client-dups, timers)", arg.Key)
+				return o, nil, fmt.Errorf("explore: unknown argument %q (it takes bound, horizon, drain, limit, crashes, reboots, drops, loses, errors, delays, breaks, partitions, client-drops, client-loses, client-dups, timers)", arg.Key)
 			}
 			o.Budget[cls], err = strconv.Atoi(v)
 		}

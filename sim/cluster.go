@@ -153,6 +153,10 @@ type Cluster struct {
 	// (exploring.go), by reason.
 	footprintMu      sync.Mutex
 	footprintUnknown map[string]int
+	// rebootArmed: the explored window is open and its search may reboot
+	// crashed nodes (a "reboot" budget): a crash inside it parks a lazy
+	// reboot op for its node (exploring.go).
+	rebootArmed bool
 }
 
 // Stats counts what a run did.

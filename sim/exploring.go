@@ -105,6 +105,10 @@ const (
 	// ExTimer fires a timer early: virtual time runs on while work is in
 	// flight, until the next timer makes something park (dst.TimerClass).
 	ExTimer = dst.TimerClass
+	// ExReboot: a crashed node restarts inside the window (a lazy op per
+	// node crashed there, or down when it opened), with a new epoch, as
+	// the liveness phase would restart it.
+	ExReboot = "reboot"
 )
 
 // budgeted reports whether the explorer may choose faults of class cls
@@ -177,7 +181,9 @@ func (c *Cluster) UnknownFootprints() map[string]int {
 
 // ArmExplore starts the explorer's choices of this run (a story's
 // concurrent steps begin) and parks a lazy crash op per node that is up:
-// the explorer may fire one, within its crash budget.
+// the explorer may fire one, within its crash budget. With a reboot
+// budget, each node that is down (crashed in the setup) gets a lazy
+// reboot op (offerReboot).
 func (c *Cluster) ArmExplore() {
 	e := c.cfg.Explorer
 	if e == nil {
@@ -187,14 +193,24 @@ func (c *Cluster) ArmExplore() {
 	if e.Budget[ExTimer] > 0 {
 		c.Sched.OnTimer = c.timerFired
 	}
+	// Reboots are offered only when the search may choose one: a lazy op
+	// parked is a choice at every barrier, so with no reboot budget none
+	// is parked and the search is the one it was before reboots.
+	c.rebootArmed = e.Budget[ExReboot] > 0
 	for i, sn := range c.nodes {
 		if !sn.up {
+			// Down when the window opens (a crash in the setup): it may
+			// come back inside the window.
+			if !sn.starting && !sn.stopping {
+				c.offerReboot(i)
+			}
 			continue
 		}
 		go func() {
 			if c.Sched.Gate(dst.GateSpec{Node: sn.id, Kind: "crash", ID: sn.id, Lazy: true, Class: ExCrash,
 				Touch: []dst.Access{dst.W("node:" + sn.id), dst.W("alive:" + sn.id)}}) == "fire" {
 				c.Inject(Fault{Kind: model.FaultCrash, Node: i})
+				c.offerReboot(i)
 			}
 		}()
 	}
@@ -221,6 +237,29 @@ func (c *Cluster) armPartitions() {
 			}()
 		}
 	}
+}
+
+// offerReboot parks a lazy reboot op for node i, crashed inside the
+// explored window of a search with a reboot budget: the explorer may
+// restart it there (SAMC's and FlyMC's "crash and reboot anywhere"), as
+// the chaos injector's restart does, with a new epoch. Its footprint is
+// unknown, so it is dependent with everything: a restart registers the
+// node anew in Redis, bumps its epoch, opens its listener to peers and
+// clients, and what its start touches is not listed here (sound, if
+// slower). Called from the goroutine that crashed the node, inside the
+// crash's event (the reboot is caused by the crash), or by ArmExplore for
+// a node already down.
+func (c *Cluster) offerReboot(i int) {
+	if !c.rebootArmed || c.nodes[i].up {
+		return
+	}
+	id := c.nodes[i].id
+	go func() {
+		if c.Sched.Gate(dst.GateSpec{Node: id, Kind: "reboot", ID: id, Lazy: true, Class: ExReboot}) != "fire" {
+			return // the window closed, or teardown released it
+		}
+		c.Inject(Fault{Kind: model.FaultRestart, Node: i})
+	}()
 }
 
 // HorizonPending is the story's work still pending when the explored
@@ -251,6 +290,10 @@ func (c *Cluster) HorizonTimers() int { return c.timers.pending() }
 // before the crash has (it would find the node up, and clients
 // reconnecting to it would meet the crash).
 func (c *Cluster) DisarmExplore() {
+	// A crash fired at the horizon is not offered a reboot: the liveness
+	// phase restarts it. (A reboot op parked earlier and not fired stays
+	// parked, lazy, until teardown releases it.)
+	c.rebootArmed = false
 	if e := c.cfg.Explorer; e != nil && e.Disarm(c.Sched) {
 		c.Sched.RunFor(0)
 	}
@@ -268,6 +311,7 @@ func (c *Cluster) CrashStep(i int) {
 			return
 		}
 		c.Inject(Fault{Kind: model.FaultCrash, Node: i})
+		c.offerReboot(i)
 	}()
 }
 

@@ -39,6 +39,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	modes := fs.String("mode", "all", "relay mode: single, bulk, stream or all")
 	bound := fs.String("bound", "none", "the preemption bound: a number, or none (given, it wins over a story's own bound=)")
 	crashes := fs.Int("crashes", 0, "crashes a schedule may choose (given, it wins over a story's own crashes=)")
+	reboots := fs.Int("reboots", 0, "crashed nodes a schedule may restart inside the window (given, it wins over a story's own reboots=)")
 	drops := fs.Int("drops", 0, "relay requests or stream writes a schedule may drop")
 	loses := fs.Int("loses", 0, "relay responses a schedule may lose (the callee acted, the caller gives up)")
 	rerrors := fs.Int("errors", 0, "Redis commands a schedule may fail")
@@ -119,7 +120,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		}
 		def.Bound = b
 	}
-	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays, sim.ExBreak: *breaks, sim.ExPartition: *partitions,
+	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExReboot: *reboots, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays, sim.ExBreak: *breaks, sim.ExPartition: *partitions,
 		sim.ExClientDrop: *clientDrops, sim.ExClientLose: *clientLoses, sim.ExClientDup: *clientDups, sim.ExTimer: *timers}
 	def.Horizon, def.Drain, def.Limit, def.Reduce, def.Depth = *horizon, *drain, *limit, *reduce, *depth
 	def.Iterate, def.Sample, def.SampleDepth = *iterate, *pct, *pctDepth
@@ -136,7 +137,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	def.Fixed = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "bound", "crashes", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "timers", "horizon", "drain", "limit":
+		case "bound", "crashes", "reboots", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "timers", "horizon", "drain", "limit":
 			def.Fixed[f.Name] = true
 		}
 	})
@@ -604,7 +605,7 @@ func exploreBanner(name string, r *scenarios.ExploreReport, k int, v scenarios.E
 // budgetFlags repeats the flags that shape a search, for a replay line.
 func budgetFlags(fs *flag.FlagSet) string {
 	var b strings.Builder
-	for _, n := range []string{"bound", "crashes", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "timers", "horizon", "drain", "depth"} {
+	for _, n := range []string{"bound", "crashes", "reboots", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "timers", "horizon", "drain", "depth"} {
 		if f := fs.Lookup(n); f != nil && f.Value.String() != f.DefValue {
 			fmt.Fprintf(&b, " -%s %s", n, f.Value.String())
 		}

@@ -49,7 +49,7 @@ var synopses = map[string]string{
 	"mutants":      "mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]",
 	"real":         "real -seed 0x2a -duration 60s [-nodes 3 -nemesis all|none|KIND,... -mutant NAME -out DIR]",
 	"check":        "check -history FILE",
-	"explore":      "explore -scenario FILE | -story NAME [-mode single|bulk|stream|all] [-bound N|none] [-crashes N -drops N -loses N -errors N -delays N -timers N] [-reduce=false] [-schedule FILE] [-timeline FILE] [-j N | -shard i/n] [-junit FILE]",
+	"explore":      "explore -scenario FILE | -story NAME [-mode single|bulk|stream|all] [-bound N|none] [-crashes N -reboots N -drops N -loses N -errors N -delays N -breaks N -partitions N -client-drops N -client-loses N -client-dups N -timers N] [-reduce=false] [-schedule FILE] [-timeline FILE] [-j N | -shard i/n] [-junit FILE]",
 	"junit-merge":  "junit-merge -o all.xml|- junit-1.xml junit-2.xml ... (or 'junit-*.xml')",
 	"cover":        "cover [-require-cover P] [-require-probes LIST] DIR   (merges the coverage data that commands given -cover DIR wrote there: docs/coverage.md)",
 }

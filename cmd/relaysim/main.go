@@ -10,7 +10,7 @@
 //	relaysim junit-merge -o all.xml junit-*.xml   (gathers a sharded sweep's JUnit files)
 //	relaysim report axis-a|axis-b|scenario1|scenario2|all [-json] [-plot DIR] [-load 120s -drain 60s]
 //	relaysim mutants [-only NAME,...] [-budget D] [-j N] [-rotate i/n] [-list]
-//	relaysim explore -scenario FILE | -story NAME [-mode M] [-bound N] [-crashes N -drops N ...]
+//	relaysim explore -scenario FILE | -story NAME [-mode M] [-bound N] [-crashes N -reboots N -drops N ...]
 //	relaysim run|replay|sweep|explore ... -cover DIR   (coverage of system/; relaysim cover DIR merges)
 package main
 
