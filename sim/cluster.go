@@ -153,6 +153,9 @@ type Cluster struct {
 	// (exploring.go), by reason.
 	footprintMu      sync.Mutex
 	footprintUnknown map[string]int
+	// fine: the ops ArmExplore's window parks get fine footprints inside
+	// their node (exploring.go); set by ArmExplore.
+	fine bool
 }
 
 // Stats counts what a run did.
