@@ -29,8 +29,8 @@ import (
 //	  RelayMessage/RelayBulkMessage ...")   pump, a release waking lock waiters, a
 //	                                       kick waking the catch-up), then the
 //	                                       task's end (task.done) or the relay
-//	                                       handler's next recipient (reads the
-//	                                       sessions map) or reply
+//	                                       handler's next recipient (reads the      (+ sessions:<id> read, in
+//	                                       sessions map) or reply                    a relay handler)
 //	task "deliver"/"relay"                 deliver: the lock's first gate;           (node read only)
 //	                                       relay (fanout.go relayOne): the route's
 //	                                       GET
@@ -39,7 +39,7 @@ import (
 //	task.done (executor.go next)           the worker takes the next queued task     exec:<id>
 //	                                       (to its task gate) or goes idle
 //	rpc.recv of Send, Join, Leave          the handler up to its Redis script        (node read only)
-//	rpc.recv of RelayMessage,              check, then deliverLocal: the sessions    (node read only)
+//	rpc.recv of RelayMessage,              check, then deliverLocal: the sessions    sessions:<id> (read)
 //	  RelayBulkMessage                      map, a recipient's lock gate, or the
 //	                                       reply (the caller parks at rpc.done)
 //	rpc.send of a relay call               the call reaches the peer's rpc.recv      alive:<target> (read)
@@ -49,14 +49,37 @@ import (
 //	  not stream mode)
 //	redis MGET routes ("dispatch ...")     dispatch: submits the fan-out's tasks,    exec:<id>
 //	                                       Send's reply
-//	redis script of a send ("send ...")    dispatch (submits; a duplicate numbers     exec:<id>, retries:<id>
-//	                                       its fan-out), or the EVAL after a
+//	redis script of a send ("send ...")    dispatch (submits; a duplicate numbers     exec:<id>, retries:<id>,
+//	                                       its fan-out; local members' sessions),    sessions:<id> (read)
+//	                                       or the EVAL after a
 //	                                       NOSCRIPT miss, or the MGET gate
 //	redis script of a join or leave        the handler's reply                       (node read only)
+//	redis command of a delivery task's      the rest of the fill and the delivery,    session:<id>/<u>, client:<u>
+//	  gap fill ("deliver ...")              as its session.lock above
+//	redis SET route:<u> and reads of the   openSession's return: the header to the   session:<id>/<u>, client:<u>
+//	  replay ("connect <u> #<g>") and of    client, the replay's start, the pump;
+//	  the catch-up ("sync <u> ...")         the replay's or catch-up's fill (pushes,
+//	                                       last seqs), its end or the session's
+//	redis script of closeSession           the sessions map entry dropped, the       session:<id>/<u>, client:<u>,
+//	  ("connect <u> #<g>": DropRoute)        handler's end (the stream count), the     sessions:<id>, connects:<id>
+//	                                       client's stream end
+//	rpc.recv of Connect                    the session made (the node's gen and       connects:<id>, client:<u>
+//	                                       stream count), up to session.open
+//	session.open                           the sessions map, the older session of     session:<id>/<u>, client:<u>,
+//	                                       the user closed, up to the route's SET     sessions:<id>
+//	session.close                          the route's drop (a gate), or the          session:<id>/<u>, client:<u>,
+//	                                       sessions map entry dropped and the         sessions:<id>, connects:<id>
+//	                                       handler's end
+//	session.lock of the replay or the      the fill, as the Redis commands above      session:<id>/<u>, client:<u>
+//	  catch-up
 //
-// What stays coarse: a session's open and close (the sessions map, the
-// route, the replay's start), the catch-up's and the replay's lock and
-// Redis commands, the stream links' ops (stream mode's relay tasks, link
+// Every op that touches a session writes its client too: the client's own
+// ops (a disconnect, a reconnect) run the end of its sessions on the node
+// (the pump, closeSession up to its gate). The sessions map is read by
+// Send's dispatch and by a relay handler's delivery (sessions:<id>).
+//
+// What stays coarse: a relay handler's gap fill (its label does not name
+// the recipient without ambiguity), the stream links' ops (stream mode's relay tasks, link
 // writers and receivers), a registry read's install of a peer (new
 // connections and links, the old peer closed), a relay call that failed
 // (retry, back-off, the peers forgotten or refreshed, a downgrade),
@@ -232,6 +255,12 @@ func (c *Cluster) fineRedis(node, label string, cmds []redis.Cmder) []dst.Access
 		return c.tFine(node, dst.W("exec:"+node), dst.W("retries:"+node), dst.R("sessions:"+node))
 	case (strings.HasPrefix(label, "join ") || strings.HasPrefix(label, "leave ")) && script:
 		return c.tFine(node)
+	}
+	if strings.HasPrefix(label, "deliver ") {
+		// A local delivery task's gap fill: "deliver <room>#<seq>[
+		// retry<n>] <user>" (fanout.go), under the session's lock.
+		f := strings.Fields(label)
+		return c.sess(node, f[len(f)-1])
 	}
 	switch k, u := sessionLabel(label); {
 	case k == "connect" && script:
