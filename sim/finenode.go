@@ -36,6 +36,10 @@ import (
 //	                                       GET
 //	task "bulk" (not stream mode)          relay -> relayOnce: peers.get (a hit, or   peers:<id> (read)
 //	                                       its registry read), the relay call
+//	task "bulk" (stream mode)              as above, then link.enqueue: the link's    peers:<id> (read),
+//	                                       queue, its writer started or woken (it     links:<id>
+//	                                       parks at stream.write); a refused relay
+//	                                       retries after a registry read (a gate)
 //	task.done (executor.go next)           the worker takes the next queued task     exec:<id>
 //	                                       (to its task gate) or goes idle
 //	rpc.recv of Send, Join, Leave          the handler up to its Redis script        (node read only)
@@ -79,12 +83,13 @@ import (
 // Send's dispatch and by a relay handler's delivery (sessions:<id>).
 //
 // What stays coarse: a relay handler's gap fill (its label does not name
-// the recipient without ambiguity), the stream links' ops (stream mode's relay tasks, link
-// writers and receivers), a registry read's install of a peer (new
-// connections and links, the old peer closed), a relay call that failed
-// (retry, back-off, the peers forgotten or refreshed, a downgrade),
-// caller-runs tasks, the refresh, and every op when a node runs legacy
-// behaviours or an older protocol.
+// the recipient without ambiguity), the stream links' own ops (the
+// writer's steps, give-up, isolation and hand-over, the receiver's items
+// and claims), a registry read's install of a peer (new connections and
+// links, the old peer closed: calls in flight on it fail), a relay call
+// that failed (retry, back-off, the peer forgotten or refreshed, a
+// downgrade), caller-runs tasks, the refresh, and every op when a node
+// runs legacy behaviours or an older protocol.
 
 // CoarseNodeFootprints turns the fine footprints off: every op of a node
 // writes node:<id> again (for comparison: the measurements and tests run
@@ -182,6 +187,10 @@ func (c *Cluster) fineTask(node, label string) []dst.Access {
 		return c.tFine(node)
 	case strings.HasPrefix(label, "bulk ") && c.cfg.Mode != system.ModeStream:
 		return c.tFine(node, dst.R("peers:"+node))
+	case strings.HasPrefix(label, "bulk "):
+		// Stream mode: the relay queues on a link and wakes its writer,
+		// which parks at its stream.write gate.
+		return c.tFine(node, dst.R("peers:"+node), dst.W("links:"+node))
 	}
 	return nil
 }
