@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -132,8 +133,8 @@ const (
 var BlindRedisFootprints bool
 
 // tRedis is the footprint of node's Redis commands (one, or a pipeline),
-// made under the operation label.
-func (c *Cluster) tRedis(node, label string, cmds []redis.Cmder) []dst.Access {
+// made under ctx (its operation label, and a relay handler's recipients).
+func (c *Cluster) tRedis(ctx context.Context, node string, cmds []redis.Cmder) []dst.Access {
 	if !c.Exploring() {
 		return nil
 	}
@@ -149,7 +150,7 @@ func (c *Cluster) tRedis(node, label string, cmds []redis.Cmder) []dst.Access {
 		}
 		t = append(t, rt...)
 	}
-	if f := c.fineRedis(node, label, cmds); f != nil {
+	if f := c.fineRedis(ctx, node, cmds); f != nil {
 		return append(f, t...)
 	}
 	return append(c.tNode(node), t...)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -60,6 +61,9 @@ import (
 //	redis script of a join or leave        the handler's reply                       (node read only)
 //	redis command of a delivery task's      the rest of the fill and the delivery,    session:<id>/<u>, client:<u>
 //	  gap fill ("deliver ...")              as its session.lock above
+//	redis command of a relay handler's     the rest of the fill and the delivery,    session:<id>/<r>, client:<r>
+//	  gap fill ("recv RelayMessage ...",    then the next recipients (the sessions    for every recipient r of
+//	  "recv RelayBulkMessage ...")          map, their lock gates) or the reply       the call, sessions:<id> (read)
 //	redis SET route:<u> and reads of the   openSession's return: the header to the   session:<id>/<u>, client:<u>
 //	  replay ("connect <u> #<g>") and of    client, the replay's start, the pump;
 //	  the catch-up ("sync <u> ...")         the replay's or catch-up's fill (pushes,
@@ -82,8 +86,7 @@ import (
 // (the pump, closeSession up to its gate). The sessions map is read by
 // Send's dispatch and by a relay handler's delivery (sessions:<id>).
 //
-// What stays coarse: a relay handler's gap fill (its label does not name
-// the recipient without ambiguity), the stream links' own ops (the
+// What stays coarse: the stream links' own ops (the
 // writer's steps, give-up, isolation and hand-over, the receiver's items
 // and claims), a registry read's install of a peer (new connections and
 // links, the old peer closed: calls in flight on it fail), a relay call
@@ -247,11 +250,41 @@ func (c *Cluster) fineCallDone(node, method string, ok bool) []dst.Access {
 	return c.tFine(node)
 }
 
+// recipientsKey carries, in a relay handler's context, the recipients of
+// the relayed message (serverUnary sets it while exploring).
+type recipientsKey struct{}
+
+func withRecipients(ctx context.Context, req any) context.Context {
+	var users []string
+	switch r := req.(type) {
+	case *relaypb.RelayBulkMessageRequest:
+		users = r.GetRecipients()
+	case *relaypb.RelayMessageRequest:
+		users = []string{r.GetRecipient()}
+	}
+	return context.WithValue(ctx, recipientsKey{}, users)
+}
+
 // fineRedis is the fine footprint of node's Redis commands made under
-// label, without their keys, or nil.
-func (c *Cluster) fineRedis(node, label string, cmds []redis.Cmder) []dst.Access {
+// ctx, without their keys, or nil.
+func (c *Cluster) fineRedis(ctx context.Context, node string, cmds []redis.Cmder) []dst.Access {
 	if !c.fine || len(cmds) != 1 {
 		return nil
+	}
+	label := system.Label(ctx)
+	if strings.HasPrefix(label, "recv RelayMessage ") || strings.HasPrefix(label, "recv RelayBulkMessage ") {
+		// A relay handler's gap fill, for one of its recipients: the
+		// rest of its delivery, then deliverLocal's next recipients (the
+		// sessions map, their lock gates) or the reply.
+		users, ok := ctx.Value(recipientsKey{}).([]string)
+		if !ok || len(users) == 0 {
+			return nil
+		}
+		t := c.tFine(node, dst.R("sessions:"+node))
+		for _, u := range users {
+			t = append(t, dst.W(sessionObj(node, u)), dst.W("client:"+u))
+		}
+		return t
 	}
 	name := strings.ToLower(cmds[0].Name())
 	script := name == "evalsha" || name == "eval"

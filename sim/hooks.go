@@ -207,7 +207,7 @@ func (h *nodeHooks) redisGate(ctx context.Context, id string, units int, cmds ..
 	}
 	mctx, _ := system.MessageOf(ctx)
 	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: callTie(ctx), Alias: msgAlias(mctx), Extra: c.faults.spike(c.Now()), Units: units,
-		Touch: c.tRedis(node, system.Label(ctx), cmds), Faults: c.offer(ExError)})
+		Touch: c.tRedis(ctx, node, cmds), Faults: c.offer(ExError)})
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
@@ -349,6 +349,9 @@ func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnarySe
 	ctx = system.WithLabel(ctx, "recv "+id)
 	if relayed {
 		ctx = system.WithMessage(ctx, m) // the handler's Redis commands work for it
+		if h.c.fine {
+			ctx = withRecipients(ctx, req) // their footprints name the sessions (finenode.go)
+		}
 	}
 	return handler(ctx, req)
 }
