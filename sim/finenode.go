@@ -218,9 +218,11 @@ func (c *Cluster) fineRecv(node, method, id string) []dst.Access {
 	case relaypb.Relay_RelayMessage_FullMethodName, relaypb.Relay_RelayBulkMessage_FullMethodName:
 		return c.tFine(node, dst.R("sessions:"+node))
 	case relaypb.Chat_Connect_FullMethodName:
-		// "Connect <user> #<gen>": the client's operation names the user.
+		// "Connect <user> #<gen>": the client's operation names the user,
+		// percent-encoded (opLabel): a name holding '%' after encoding is
+		// not its own, and stays coarse.
 		f := strings.Fields(id)
-		if len(f) >= 3 && f[0] == "Connect" && strings.HasPrefix(f[2], "#") {
+		if len(f) == 3 && f[0] == "Connect" && strings.HasPrefix(f[2], "#") && !strings.Contains(f[1], "%") {
 			return c.tFine(node, dst.W("connects:"+node), dst.W("client:"+f[1]))
 		}
 	}
