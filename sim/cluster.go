@@ -157,6 +157,9 @@ type Cluster struct {
 	// crashed nodes (a "reboot" budget): a crash inside it parks a lazy
 	// reboot op for its node (exploring.go).
 	rebootArmed bool
+	// fine: the ops ArmExplore's window parks get fine footprints inside
+	// their node (exploring.go); set by ArmExplore.
+	fine bool
 }
 
 // Stats counts what a run did.

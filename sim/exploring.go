@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -18,20 +19,32 @@ import (
 // exploration, so ordinary runs keep their traces and speed.
 //
 // Objects:
-//   - node:<id>   the memory of a node's running incarnation: every op of a
-//     node writes it (what the relay does between two gates is opaque, so
-//     two ops of one node never commute).
+//   - node:<id>   the memory of a node's running incarnation. An op whose
+//     code up to its next gate is not shown to touch only the narrower
+//     objects below writes it (two such ops of one node never commute);
+//     an op that is shown reads it, so it stays dependent with those, with
+//     a fault carried out at any op of the node (the explorer adds a
+//     write of node:<id> to a faulted choice) and with a crash.
 //   - alive:<id>  whether the node is up: a crash writes it; the node's own
 //     ops and every call or client request towards it read it.
 //   - client:<u>  a simulated client's state and what it has seen.
 //   - redis:<key> a Redis key, read or written by a command (a script's
 //     declared keys, once checked to touch no other; a command not on the
 //     allowlist touches everything: redisfootprint.go).
+//   - redis-script:<sha> whether Redis has the script cached: EVAL writes
+//     it, EVALSHA reads it (a NOSCRIPT miss parks one more op, the EVAL).
+//
+// The narrower objects inside a node (the fine footprints, finenode.go has
+// the op-by-op argument): session:<id>/<u> (user u's sessions there: the
+// lock, last seqs, outbox, pump), exec:<id> (the executor's queue, idle
+// workers and counts), peers:<id> (the peers map and each peer's
+// connections) and retries:<id> (the counter naming retried fan-outs).
 
 // Exploring reports whether the cluster runs under the model checker.
 func (c *Cluster) Exploring() bool { return c.cfg.Explorer != nil }
 
-// tNode is the footprint of an op of node, plus extra accesses.
+// tNode is the footprint of an op of node, plus extra accesses: it writes
+// the node's memory (the coarse footprint).
 func (c *Cluster) tNode(node string, extra ...dst.Access) []dst.Access {
 	if !c.Exploring() {
 		return nil
@@ -39,22 +52,37 @@ func (c *Cluster) tNode(node string, extra ...dst.Access) []dst.Access {
 	return append([]dst.Access{dst.W("node:" + node), dst.R("alive:" + node)}, extra...)
 }
 
-// tPoint is the footprint of a system point of node: the node's, and for
-// a session's send, open, close or lock the client's too (what it does
-// to the client's stream races with the client's own moves; the
-// commutation check found a write, and a lock, not commuting with a
-// reconnect).
-func (c *Cluster) tPoint(node string, p system.Point) []dst.Access {
+// tPoint is the footprint of a system point of node (label: the
+// operation label of the gate's context): the node's, and for a session's
+// send, open, close or lock the client's too (what it does to the
+// client's stream races with the client's own moves; the commutation
+// check found a write, and a lock, not commuting with a reconnect). A
+// session's pump, a live delivery's session lock, a task about to run and
+// a worker done with its task have fine footprints (finenode.go).
+func (c *Cluster) tPoint(node string, p system.Point, label string) []dst.Access {
 	if !c.Exploring() {
 		return nil
 	}
 	switch p.Kind {
 	case system.PointSessionSend, system.PointSessionOpen, system.PointSessionClose, system.PointSessionLock:
 		// The key begins with the user (names hold no space).
-		if i := strings.Index(p.Key, " #"); i > 0 {
-			return c.tNode(node, dst.W("client:"+p.Key[:i]))
+		i := strings.Index(p.Key, " #")
+		if i <= 0 {
+			return nil
 		}
-		return nil
+		user := p.Key[:i]
+		if t := c.fineSession(node, user, p.Kind, label); t != nil {
+			return t
+		}
+		return c.tNode(node, dst.W("client:"+user))
+	case system.PointTask:
+		if t := c.fineTask(node, p.Key); t != nil {
+			return t
+		}
+	case system.PointTaskDone:
+		if t := c.fineTaskDone(node); t != nil {
+			return t
+		}
 	}
 	return c.tNode(node)
 }
@@ -136,14 +164,15 @@ func (c *Cluster) budgetedOf(classes ...string) []string {
 // commands of two nodes on one room look independent.
 var BlindRedisFootprints bool
 
-// tRedis is the footprint of node's Redis commands (one, or a pipeline).
-func (c *Cluster) tRedis(node string, cmds []redis.Cmder) []dst.Access {
+// tRedis is the footprint of node's Redis commands (one, or a pipeline),
+// made under ctx (its operation label, and a relay handler's recipients).
+func (c *Cluster) tRedis(ctx context.Context, node string, cmds []redis.Cmder) []dst.Access {
 	if !c.Exploring() {
 		return nil
 	}
-	t := c.tNode(node)
+	var t []dst.Access
 	if BlindRedisFootprints {
-		return t
+		return c.tNode(node)
 	}
 	for _, cmd := range cmds {
 		rt, why := redisTouch(cmd)
@@ -153,7 +182,10 @@ func (c *Cluster) tRedis(node string, cmds []redis.Cmder) []dst.Access {
 		}
 		t = append(t, rt...)
 	}
-	return t
+	if f := c.fineRedis(ctx, node, cmds); f != nil {
+		return append(f, t...)
+	}
+	return append(c.tNode(node), t...)
 }
 
 // unknownFootprint counts an op whose footprint could not be classified
@@ -197,6 +229,7 @@ func (c *Cluster) ArmExplore() {
 	// parked is a choice at every barrier, so with no reboot budget none
 	// is parked and the search is the one it was before reboots.
 	c.rebootArmed = e.Budget[ExReboot] > 0
+	c.fine = c.fineFootprints()
 	for i, sn := range c.nodes {
 		if !sn.up {
 			// Down when the window opens (a crash in the setup): it may

@@ -49,7 +49,7 @@ func (h *nodeHooks) Gate(ctx context.Context, p system.Point) {
 	if m.Room == "" {
 		m, _ = system.MessageOf(ctx)
 	}
-	g := dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Alias: msgAlias(m), Touch: h.c.tPoint(h.node, p)}
+	g := dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Alias: msgAlias(m), Touch: h.c.tPoint(h.node, p, system.Label(ctx))}
 	if p.Kind == system.PointStreamDeliver && h.c.budgeted(ExBreak) {
 		// The explorer may break the stream here, at the receiver: that
 		// cuts the sender's stream too, so the choice touches its node.
@@ -218,7 +218,7 @@ func (h *nodeHooks) redisGate(ctx context.Context, id string, units int, cmds ..
 	}
 	mctx, _ := system.MessageOf(ctx)
 	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: callTie(ctx), Alias: msgAlias(mctx), Extra: c.faults.spike(c.Now()), Units: units,
-		Touch: c.tRedis(node, cmds), Faults: c.offer(ExError)})
+		Touch: c.tRedis(ctx, node, cmds), Faults: c.offer(ExError)})
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
@@ -346,7 +346,11 @@ func shortMethod(m string) string { return m[strings.LastIndexByte(m, '/')+1:] }
 func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	id := callID(ctx, info.FullMethod)
 	m, relayed := relayedOf(req)
-	g := dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Alias: msgAlias(m), Units: recipientsOf(req), Touch: h.c.tNode(h.node)}
+	touch := h.c.fineRecv(h.node, info.FullMethod, id)
+	if touch == nil {
+		touch = h.c.tNode(h.node)
+	}
+	g := dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Alias: msgAlias(m), Units: recipientsOf(req), Touch: touch}
 	if relayed {
 		g.FaultDelay = h.c.exploreDelay() // held past the caller's timeout
 	} else if strings.HasPrefix(info.FullMethod, "/"+relaypb.Chat_ServiceDesc.ServiceName+"/") {
@@ -379,6 +383,9 @@ func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnarySe
 	ctx = system.WithLabel(ctx, "recv "+id)
 	if relayed {
 		ctx = system.WithMessage(ctx, m) // the handler's Redis commands work for it
+		if h.c.fine {
+			ctx = withRecipients(ctx, req) // their footprints name the sessions (finenode.go)
+		}
 	}
 	resp, err := handler(ctx, req)
 	if f == ExClientLose && err == nil {
@@ -392,7 +399,11 @@ func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnarySe
 
 func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	id := callID(ss.Context(), info.FullMethod)
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Touch: h.c.tNode(h.node)})
+	touch := h.c.fineRecv(h.node, info.FullMethod, id)
+	if touch == nil {
+		touch = h.c.tNode(h.node)
+	}
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Touch: touch})
 	if info.FullMethod == relaypb.Relay_RelayStream_FullMethodName {
 		rs := newServerRelayStream(h, ss, id)
 		err := handler(srv, rs)
@@ -418,8 +429,12 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	// others: park before any fault decision or trace line.
 	m, _ := system.MessageOf(ctx)
 	alias := msgAlias(m)
+	touch := c.fineCall(h.node, target, method)
+	if touch == nil {
+		touch = c.tCall(h.node, target)
+	}
 	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id + " " + attemptOf(ctx), Alias: alias, Units: recipientsOf(req),
-		Touch: c.tCall(h.node, target), Faults: c.offer(ExDrop, ExLose)})
+		Touch: touch, Faults: c.offer(ExDrop, ExLose)})
 	h.relayCall(method, target, false, m)
 	if m, ok := relayedOf(req); ok {
 		c.rec.relayed(m.Room, m.Seq, target, recipientsOf(req))
@@ -440,8 +455,13 @@ func (h *nodeHooks) peerUnary(ctx context.Context, method string, req, reply any
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
 	// The response wakes this goroutine outside the scheduler: park before
-	// touching shared state or the trace.
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx), Alias: alias, Touch: c.tNode(h.node)})
+	// touching shared state or the trace. A call that succeeded, with no
+	// fault to follow here, goes back to its relay (finenode.go).
+	done := c.fineCallDone(h.node, method, err == nil && f == "" && mix.Duplicate <= 0 && mix.DropResponse <= 0 && !c.Net.Blocked(target, h.node))
+	if done == nil {
+		done = c.tNode(h.node)
+	}
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " " + attemptOf(ctx), Alias: alias, Touch: done})
 	if err == nil && f == ExLose {
 		return h.lost(ctx, model.FaultDropResponse, id, target)
 	}

@@ -159,7 +159,18 @@ func redisTouch(cmd redis.Cmder) ([]dst.Access, string) {
 		if why != "" {
 			return nil, why
 		}
-		return keys(3, n, true)
+		ks, why := keys(3, n, true)
+		if why != "" {
+			return nil, why
+		}
+		// Redis' script cache: EVAL caches the script, EVALSHA misses
+		// (NOSCRIPT) until then, and SCRIPT FLUSH empties it.
+		if strings.HasPrefix(name, "evalsha") {
+			ks = append(ks, dst.R("redis-script:"+strings.ToLower(src)), dst.R("redis-scripts"))
+		} else {
+			ks = append(ks, dst.W("redis-script:"+sha1Hex(src)), dst.R("redis-scripts"))
+		}
+		return ks, ""
 	case keysNumDest:
 		n, ok := integer(2)
 		if !ok || n < 0 || 3+n > len(args) {

@@ -40,7 +40,7 @@ func TestRedisTouchClasses(t *testing.T) {
 		{cmd("flushall"), "*"},
 		{cmd("object", "encoding", "a"), "*"}, // not on the allowlist
 		{cmd("brandnew", "a", "b"), "*"},      // not on the allowlist
-		{cmd("eval", "return 1", 1, "a"), "w:redis:a"},
+		{cmd("eval", "return 1", 1, "a"), "w:redis:a w:redis-script:" + sha1Hex("return 1") + " r:redis-scripts"}, // EVAL caches the script
 		{cmd("eval", "return redis.call('GET', ARGV[1])", 0, "a"), "*"},
 		{cmd("evalsha", "0123456789abcdef", 1, "a"), "*"}, // a script we never saw
 		{cmd("evalsha", "x", "two", "a"), "*"},
@@ -60,7 +60,7 @@ func TestCheckScript(t *testing.T) {
 	for _, src := range srcs {
 		assert.Empty(t, CheckScript(src), "a relay script:\n%s", src)
 		got, why := redisTouch(cmd("evalsha", sha1Hex(src), 1, "k"))
-		assert.Equal(t, "w:redis:k", dst.FormatTouch(got), why)
+		assert.Equal(t, "w:redis:k r:redis-script:"+sha1Hex(src)+" r:redis-scripts", dst.FormatTouch(got), why) // EVALSHA reads the cache
 	}
 	for src, want := range map[string]string{
 		"return redis.call('GET', KEYS[1])":                           "",

@@ -99,8 +99,8 @@ func TestExploreIterateCommand(t *testing.T) {
 	assert.Contains(t, finalLine(text), "exhausted=yes, violations=0")
 	// The last bound's search is the plain search at that bound.
 	plain := runIt("-bound", "2")
-	assert.Contains(t, plain, "schedules: 17 (redundant 0)")
-	assert.Contains(t, text, "bound 2: schedules 17 (redundant 0)")
+	assert.Contains(t, plain, "schedules: 18 (redundant 0)")
+	assert.Contains(t, text, "bound 2: schedules 18 (redundant 0)")
 
 	args := []string{"-iterate", "-limit", "5", "-pct", "6", "-drops", "1"}
 	stopped := runIt(args...)
