@@ -354,6 +354,18 @@ func TestExploreStoryScheduleCarriesItsBuild(t *testing.T) {
 // 8 s horizon lets every retry end. (Stream mode runs 1,606 schedules and
 // single 250: too long for go test; docs/model-checking.md.)
 func TestExplorePartitionChoice(t *testing.T) {
+	r := exploreSendAcross(t, "partitions=1 horizon=8s")
+	assert.True(t, r.Exhausted)
+	assert.Positive(t, r.Faults, "no schedule chose the partition")
+	assert.Zero(t, r.Failing)
+	assert.Positive(t, r.Probes["relay.retried"], "no relay met the cut: %v", r.Probes)
+	assert.Equal(t, 1, r.Opts.Budget[sim.ExPartition])
+}
+
+// exploreSendAcross searches, in bulk mode at bound 0, a story where u1
+// on n1 sends to r1 while u2, a member, is on n2, with the explore
+// block's extra arguments args.
+func exploreSendAcross(t *testing.T, args string) *ExploreReport {
 	story := `cluster nodes=2
 ----
 
@@ -372,21 +384,18 @@ join user=u2 room=r1
 run for=1s
 ----
 
-explore bound=0 partitions=1 horizon=8s
+explore bound=0 ` + args + `
 send user=u1 room=r1 msg=m1
 ----
 `
+	var r *ExploreReport
 	synctest.Test(t, func(t *testing.T) {
-		reps, err := ExploreText(t, "partition", story, system.ModeBulk, DefaultExploreOptions())
+		reps, err := ExploreText(t, args, story, system.ModeBulk, DefaultExploreOptions())
 		require.NoError(t, err)
 		require.Len(t, reps, 1)
-		r := reps[0]
-		assert.True(t, r.Exhausted)
-		assert.Positive(t, r.Faults, "no schedule chose the partition")
-		assert.Zero(t, r.Failing)
-		assert.Positive(t, r.Probes["relay.retried"], "no relay met the cut: %v", r.Probes)
-		assert.Equal(t, 1, r.Opts.Budget[sim.ExPartition])
+		r = reps[0]
 	})
+	return r
 }
 
 // TestExploreClientRequestChoices: a client's request lost on its way in
@@ -405,42 +414,15 @@ func TestExploreClientRequestChoices(t *testing.T) {
 		{"client-dups", sim.ExClientDup, "chat.duplicate-from-log"},
 	} {
 		t.Run(tc.arg, func(t *testing.T) {
-			story := `cluster nodes=2
-----
-
-connect user=u1 node=n1
-----
-
-connect user=u2 node=n2
-----
-
-join user=u1 room=r1
-----
-
-join user=u2 room=r1
-----
-
-run for=1s
-----
-
-explore bound=0 horizon=6s ` + tc.arg + `=1
-send user=u1 room=r1 msg=m1
-----
-`
-			synctest.Test(t, func(t *testing.T) {
-				reps, err := ExploreText(t, tc.arg, story, system.ModeBulk, DefaultExploreOptions())
-				require.NoError(t, err)
-				require.Len(t, reps, 1)
-				r := reps[0]
-				assert.True(t, r.Exhausted)
-				assert.Positive(t, r.Faults, "no schedule chose the fault")
-				assert.Zero(t, r.Failing)
-				assert.Equal(t, 1, r.Opts.Budget[tc.class])
-				if tc.probe != "" {
-					assert.Positive(t, r.Probes[tc.probe], "%v", r.Probes)
-				}
-				t.Logf("%s: %d schedules, %d with the fault, probes %v", tc.arg, r.Schedules, r.Faults, r.Probes)
-			})
+			r := exploreSendAcross(t, "horizon=6s "+tc.arg+"=1")
+			assert.True(t, r.Exhausted)
+			assert.Positive(t, r.Faults, "no schedule chose the fault")
+			assert.Zero(t, r.Failing)
+			assert.Equal(t, 1, r.Opts.Budget[tc.class])
+			if tc.probe != "" {
+				assert.Positive(t, r.Probes[tc.probe], "%v", r.Probes)
+			}
+			t.Logf("%s: %d schedules, %d with the fault, probes %v", tc.arg, r.Schedules, r.Faults, r.Probes)
 		})
 	}
 }
