@@ -214,8 +214,12 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 	for k, v := range def.Budget {
 		o.Budget[k] = v
 	}
-	budgets := map[string]string{"crashes": sim.ExCrash, "reboots": sim.ExReboot, "drops": sim.ExDrop, "loses": sim.ExLose, "errors": sim.ExError, "delays": sim.ExDelay, "breaks": sim.ExBreak, "partitions": sim.ExPartition,
-		"client-drops": sim.ExClientDrop, "client-loses": sim.ExClientLose, "client-dups": sim.ExClientDup, "timers": sim.ExTimer}
+	budgets := map[string]string{}
+	takes := []string{"bound", "horizon", "drain", "limit"}
+	for _, b := range sim.ExploreBudgets {
+		budgets[b.Arg] = b.Class
+		takes = append(takes, b.Arg)
+	}
 	fixed := map[string]string{"bound": boundString(def.Bound), "horizon": def.Horizon.String(), "drain": def.Drain.String(), "limit": strconv.Itoa(def.Limit)}
 	for k, cls := range budgets {
 		fixed[k] = strconv.Itoa(def.Budget[cls])
@@ -248,7 +252,7 @@ func parseExplore(e *Env, d *datadriven.TestData, def ExploreOptions) (ExploreOp
 		default:
 			cls, ok := budgets[arg.Key]
 			if !ok {
-				return o, nil, fmt.Errorf("explore: unknown argument %q (it takes bound, horizon, drain, limit, crashes, reboots, drops, loses, errors, delays, breaks, partitions, client-drops, client-loses, client-dups, timers)", arg.Key)
+				return o, nil, fmt.Errorf("explore: unknown argument %q (it takes %s)", arg.Key, strings.Join(takes, ", "))
 			}
 			o.Budget[cls], err = strconv.Atoi(v)
 		}

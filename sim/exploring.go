@@ -139,6 +139,31 @@ const (
 	ExReboot = "reboot"
 )
 
+// ExploreBudget is a fault class the explorer chooses within a budget:
+// the argument a story's explore block and relaysim explore's flag name
+// it by, its class, and what one unit of it is (the flag's usage).
+type ExploreBudget struct {
+	Arg, Class, Usage string
+}
+
+// ExploreBudgets are the explorer's budgets, in the order the command
+// line and the story parser list them: adding a fault class to the
+// explorer is a line here (and its offer where the harness carries it out).
+var ExploreBudgets = []ExploreBudget{
+	{"crashes", ExCrash, "crashes a schedule may choose"},
+	{"reboots", ExReboot, "crashed nodes a schedule may restart inside the window"},
+	{"drops", ExDrop, "relay requests or stream writes a schedule may drop"},
+	{"loses", ExLose, "relay responses a schedule may lose (the callee acted, the caller gives up)"},
+	{"errors", ExError, "Redis commands a schedule may fail"},
+	{"delays", ExDelay, "relay requests a schedule may hold past the caller's timeout"},
+	{"breaks", ExBreak, "relay streams a schedule may break at the receiver, as it takes an item"},
+	{"partitions", ExPartition, "pairs of nodes a schedule may cut off from each other (healed in the liveness phase)"},
+	{"client-drops", ExClientDrop, "client requests a schedule may lose on their way in"},
+	{"client-loses", ExClientLose, "client requests a schedule may handle and lose the answer of"},
+	{"client-dups", ExClientDup, "client requests a schedule may deliver twice"},
+	{"timers", ExTimer, "timers a schedule may fire early, between two steps of work in flight"},
+}
+
 // budgeted reports whether the explorer may choose faults of class cls
 // in this run (a budget above zero). A fault offered with none would only
 // be counted as cut by its budget; an op offers some (and touches more
@@ -222,13 +247,13 @@ func (c *Cluster) ArmExplore() {
 		return
 	}
 	e.Arm(c.Sched)
-	if e.Budget[ExTimer] > 0 {
+	if c.budgeted(ExTimer) {
 		c.Sched.OnTimer = c.timerFired
 	}
 	// Reboots are offered only when the search may choose one: a lazy op
 	// parked is a choice at every barrier, so with no reboot budget none
 	// is parked and the search is the one it was before reboots.
-	c.rebootArmed = e.Budget[ExReboot] > 0
+	c.rebootArmed = c.budgeted(ExReboot)
 	c.fine = c.fineFootprints()
 	for i, sn := range c.nodes {
 		if !sn.up {

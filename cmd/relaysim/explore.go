@@ -38,18 +38,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	story := fs.String("story", "", "a built-in story instead of a file ("+strings.Join(scenarios.StoryNames(), ", ")+")")
 	modes := fs.String("mode", "all", "relay mode: single, bulk, stream or all")
 	bound := fs.String("bound", "none", "the preemption bound: a number, or none (given, it wins over a story's own bound=)")
-	crashes := fs.Int("crashes", 0, "crashes a schedule may choose (given, it wins over a story's own crashes=)")
-	reboots := fs.Int("reboots", 0, "crashed nodes a schedule may restart inside the window (given, it wins over a story's own reboots=)")
-	drops := fs.Int("drops", 0, "relay requests or stream writes a schedule may drop")
-	loses := fs.Int("loses", 0, "relay responses a schedule may lose (the callee acted, the caller gives up)")
-	rerrors := fs.Int("errors", 0, "Redis commands a schedule may fail")
-	delays := fs.Int("delays", 0, "relay requests a schedule may hold past the caller's timeout")
-	breaks := fs.Int("breaks", 0, "relay streams a schedule may break at the receiver, as it takes an item")
-	partitions := fs.Int("partitions", 0, "pairs of nodes a schedule may cut off from each other (healed in the liveness phase)")
-	clientDrops := fs.Int("client-drops", 0, "client requests a schedule may lose on their way in")
-	clientLoses := fs.Int("client-loses", 0, "client requests a schedule may handle and lose the answer of")
-	clientDups := fs.Int("client-dups", 0, "client requests a schedule may deliver twice")
-	timers := fs.Int("timers", 0, "timers a schedule may fire early, between two steps of work in flight")
+	budgetFlag := map[string]*int{}
+	for _, b := range sim.ExploreBudgets {
+		budgetFlag[b.Class] = fs.Int(b.Arg, 0, b.Usage+" (given, it wins over the story's own "+b.Arg+"=)")
+	}
 	horizon := fs.Duration("horizon", 3*time.Second, "the explored window: virtual time from the steps")
 	drain := fs.Duration("drain", 2*time.Second, "the liveness phase after the horizon")
 	limit := fs.Int("limit", 0, "stop after this many schedules per search (0: no limit; the search then says exhausted=no)")
@@ -120,8 +112,10 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 		}
 		def.Bound = b
 	}
-	def.Budget = map[string]int{sim.ExCrash: *crashes, sim.ExReboot: *reboots, sim.ExDrop: *drops, sim.ExLose: *loses, sim.ExError: *rerrors, sim.ExDelay: *delays, sim.ExBreak: *breaks, sim.ExPartition: *partitions,
-		sim.ExClientDrop: *clientDrops, sim.ExClientLose: *clientLoses, sim.ExClientDup: *clientDups, sim.ExTimer: *timers}
+	def.Budget = map[string]int{}
+	for cls, v := range budgetFlag {
+		def.Budget[cls] = *v
+	}
 	def.Horizon, def.Drain, def.Limit, def.Reduce, def.Depth = *horizon, *drain, *limit, *reduce, *depth
 	def.Iterate, def.Sample, def.SampleDepth = *iterate, *pct, *pctDepth
 	if *pct < 0 || *pctDepth < 0 {
@@ -136,8 +130,7 @@ func cmdExplore(args []string, stdout, stderr io.Writer) int {
 	// of the same name (the report says which it overrode).
 	def.Fixed = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
-		switch f.Name {
-		case "bound", "crashes", "reboots", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "timers", "horizon", "drain", "limit":
+		if slices.Contains(storyArgs(), f.Name) {
 			def.Fixed[f.Name] = true
 		}
 	})
@@ -602,10 +595,27 @@ func exploreBanner(name string, r *scenarios.ExploreReport, k int, v scenarios.E
 	return rep.String()
 }
 
+// boundAndBudgets are the bound's flag and every budget's
+// (sim.ExploreBudgets).
+func boundAndBudgets() []string {
+	out := []string{"bound"}
+	for _, b := range sim.ExploreBudgets {
+		out = append(out, b.Arg)
+	}
+	return out
+}
+
+// storyArgs are the flags a story's explore block sets too: given, one
+// wins over the story's own.
+func storyArgs() []string { return append(boundAndBudgets(), "horizon", "drain", "limit") }
+
+// shapeFlags are the flags that shape a search, for a replay line.
+func shapeFlags() []string { return append(boundAndBudgets(), "horizon", "drain", "depth") }
+
 // budgetFlags repeats the flags that shape a search, for a replay line.
 func budgetFlags(fs *flag.FlagSet) string {
 	var b strings.Builder
-	for _, n := range []string{"bound", "crashes", "reboots", "drops", "loses", "errors", "delays", "breaks", "partitions", "client-drops", "client-loses", "client-dups", "timers", "horizon", "drain", "depth"} {
+	for _, n := range shapeFlags() {
 		if f := fs.Lookup(n); f != nil && f.Value.String() != f.DefValue {
 			fmt.Fprintf(&b, " -%s %s", n, f.Value.String())
 		}
