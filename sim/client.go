@@ -103,7 +103,11 @@ func (cl *Client) run() {
 		cl.n++
 		id := fmt.Sprintf("a%d %s", cl.n, a.String()[len(cl.user)+1:])
 		cl.mu.Unlock()
-		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: id, Touch: cl.c.tClient(cl.user)})
+		touch := cl.c.tClient(cl.user)
+		if clientRequest(a.Kind) {
+			touch = cl.c.tClientRequest(cl.user)
+		}
+		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: id, Touch: touch})
 		if cl.c.Trace.Frozen() {
 			return // teardown began while the action waited
 		}

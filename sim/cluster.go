@@ -160,6 +160,12 @@ type Cluster struct {
 	// fine: the ops ArmExplore's window parks get fine footprints inside
 	// their node (exploring.go); set by ArmExplore.
 	fine bool
+	// onePerNode: every node has had one process only in this run, none
+	// superseded one still alive, and the window cannot reboot one; so a
+	// registry entry names the one process its node ever had, and a
+	// registry read installs a peer without replacing one (finenode.go).
+	// Set by ArmExplore.
+	onePerNode bool
 }
 
 // Stats counts what a run did.

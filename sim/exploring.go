@@ -28,6 +28,9 @@ import (
 //   - alive:<id>  whether the node is up: a crash writes it; the node's own
 //     ops and every call or client request towards it read it.
 //   - client:<u>  a simulated client's state and what it has seen.
+//   - conn:<u>    the client's streams as the nodes' sessions meet them:
+//     written by a session's ops and by the client's ops that open, end
+//     or change a stream (tClient), not by its plain requests.
 //   - redis:<key> a Redis key, read or written by a command (a script's
 //     declared keys, once checked to touch no other; a command not on the
 //     allowlist touches everything: redisfootprint.go).
@@ -74,13 +77,21 @@ func (c *Cluster) tPoint(node string, p system.Point, label string) []dst.Access
 		if t := c.fineSession(node, user, p.Kind, label); t != nil {
 			return t
 		}
-		return c.tNode(node, dst.W("client:"+user))
+		return c.tNode(node, dst.W(connObj(user)))
 	case system.PointTask:
 		if t := c.fineTask(node, p.Key); t != nil {
 			return t
 		}
 	case system.PointTaskDone:
 		if t := c.fineTaskDone(node); t != nil {
+			return t
+		}
+	case system.PointStreamDeliver:
+		if t := c.fineStreamDeliver(node); t != nil {
+			return t
+		}
+	case system.PointStreamWrite:
+		if t := c.fineStreamStep(node); t != nil {
 			return t
 		}
 	}
@@ -95,18 +106,56 @@ func (c *Cluster) tCall(node, target string) []dst.Access {
 	return c.tNode(node, dst.R("alive:"+target))
 }
 
-// tClient is the footprint of a client's op: its own state, and the
-// liveness of every node (a request may go to any of them).
+// tClient is the footprint of a client's op that may open, end or
+// change its streams (a connect, a disconnect, a stall, a stream's end,
+// and every action not known to be a plain request): its own state, its
+// streams as the nodes' sessions meet them (conn:<u>), and the liveness
+// of every node (a request may go to any of them).
 func (c *Cluster) tClient(user string) []dst.Access {
+	return c.clientTouch(user, true)
+}
+
+// tClientRequest is the footprint of a client's op that touches only its
+// own state (client:<u>): a plain request (create, join, leave, send:
+// clientRequest) leaving or coming back, or a delivery taken off its
+// stream. What it does reaches a node only through the call it makes
+// (whose handler's ops it happens before) and reads of the client's own
+// state (which node to call: a stream's, set by the client's own ops), so
+// it commutes with the nodes' session ops, which write conn:<u> (a
+// delivery read off the stream comes after the session's send that wrote
+// it, in happens-before).
+func (c *Cluster) tClientRequest(user string) []dst.Access {
+	return c.clientTouch(user, false)
+}
+
+func (c *Cluster) clientTouch(user string, conn bool) []dst.Access {
 	if !c.Exploring() {
 		return nil
 	}
-	t := make([]dst.Access, 0, 1+len(c.nodes))
+	t := make([]dst.Access, 0, 2+len(c.nodes))
 	t = append(t, dst.W("client:"+user))
+	if conn {
+		t = append(t, dst.W(connObj(user)))
+	}
 	for _, sn := range c.nodes {
 		t = append(t, dst.R("alive:"+sn.id))
 	}
 	return t
+}
+
+// connObj is user's streams as the nodes' sessions meet them: a
+// session's ops write it, and so do the client's own ops that open, end
+// or change a stream (a disconnect runs the end of its sessions).
+func connObj(user string) string { return "conn:" + user }
+
+// clientRequest reports whether an action of kind k is a plain request
+// (tClientRequest): one unary call, with retries, and its record.
+func clientRequest(k ActionKind) bool {
+	switch k {
+	case ActCreate, ActJoin, ActLeave, ActSend:
+		return true
+	}
+	return false
 }
 
 // offer returns the faults an op offers the explorer (nil outside
@@ -255,6 +304,12 @@ func (c *Cluster) ArmExplore() {
 	// is parked and the search is the one it was before reboots.
 	c.rebootArmed = c.budgeted(ExReboot)
 	c.fine = c.fineFootprints()
+	c.onePerNode = !c.rebootArmed && len(c.lingering) == 0
+	for _, sn := range c.nodes {
+		if sn.incarnation > 1 || sn.starting || sn.stopping {
+			c.onePerNode = false
+		}
+	}
 	for i, sn := range c.nodes {
 		if !sn.up {
 			// Down when the window opens (a crash in the setup): it may

@@ -41,8 +41,8 @@ import (
 //	                                       queue, its writer started or woken (it     links:<id>
 //	                                       parks at stream.write); a refused relay
 //	                                       retries after a registry read (a gate)
-//	task.done (executor.go next)           the worker takes the next queued task     exec:<id>
-//	                                       (to its task gate) or goes idle
+//	task.done (executor.go next)           the worker takes the next queued task     exec:<id> (read:
+//	                                       (to its task gate) or goes idle           they commute)
 //	rpc.recv of Send, Join, Leave          the handler up to its Redis script        (node read only)
 //	rpc.recv of RelayMessage,              check, then deliverLocal: the sessions    sessions:<id> (read)
 //	  RelayBulkMessage                      map, a recipient's lock gate, or the
@@ -52,6 +52,10 @@ import (
 //	  succeeded, no fault                   or relay's return and the task's end
 //	redis GET route (label "relay ...",    relayOnce as for task "bulk"              peers:<id> (read)
 //	  not stream mode)
+//	redis HGETALL node:<t> of a relay      install: a peer added, or the one there   peers:<id>,
+//	  task ("relay ...", "bulk ...") while  kept (no process to replace it by);       links:<id> (stream)
+//	  every node has had one process        then relayOnce as for task "bulk", or
+//	                                        relay's back-off or return
 //	redis MGET routes ("dispatch ...")     dispatch: submits the fan-out's tasks,    exec:<id>
 //	                                       Send's reply
 //	redis script of a send ("send ...")    dispatch (submits; a duplicate numbers     exec:<id>, retries:<id>,
@@ -86,13 +90,14 @@ import (
 // (the pump, closeSession up to its gate). The sessions map is read by
 // Send's dispatch and by a relay handler's delivery (sessions:<id>).
 //
-// What stays coarse: the stream links' own ops (the
-// writer's steps, give-up, isolation and hand-over, the receiver's items
-// and claims), a registry read's install of a peer (new connections and
-// links, the old peer closed: calls in flight on it fail), a relay call
-// that failed (retry, back-off, the peer forgotten or refreshed, a
-// downgrade), caller-runs tasks, the refresh, and every op when a node
-// runs legacy behaviours or an older protocol.
+// What stays coarse: the stream links' own ops (the writer's steps,
+// give-up, isolation and hand-over, the receiver's items and claims), a
+// registry read once a node has had a second process (its install may
+// replace a peer: new connections and links, the old peer closed, calls
+// in flight on it fail), a relay call that failed (retry, back-off, the
+// peer forgotten or refreshed, a downgrade), caller-runs tasks, the
+// peer refresh's other registry reads, and every op when a node runs
+// legacy behaviours or an older protocol.
 
 // CoarseNodeFootprints turns the fine footprints off: every op of a node
 // writes node:<id> again (for comparison: the measurements and tests run
@@ -127,7 +132,7 @@ func sessionObj(node, user string) string { return "session:" + node + "/" + use
 // node: every such op writes the client too, as the client's own ops
 // (a disconnect, a reconnect) run the session's end on the node.
 func (c *Cluster) sess(node, user string, extra ...dst.Access) []dst.Access {
-	return c.tFine(node, append([]dst.Access{dst.W(sessionObj(node, user)), dst.W("client:" + user)}, extra...)...)
+	return c.tFine(node, append([]dst.Access{dst.W(sessionObj(node, user)), dst.W(connObj(user))}, extra...)...)
 }
 
 // connectWork is the fine footprint of a Connect handler's own work on
@@ -169,7 +174,7 @@ func (c *Cluster) fineSession(node, user, kind, label string) []dst.Access {
 		switch {
 		case strings.HasPrefix(label, "deliver "):
 			return c.sess(node, user)
-		case strings.HasPrefix(label, "recv RelayMessage "), strings.HasPrefix(label, "recv RelayBulkMessage "):
+		case strings.HasPrefix(label, "recv RelayMessage "), strings.HasPrefix(label, "recv RelayBulkMessage "), strings.HasPrefix(label, "recv stream "):
 			return c.sess(node, user, dst.R("sessions:"+node))
 		}
 		if k, u := sessionLabel(label); k != "" && u == user {
@@ -198,12 +203,18 @@ func (c *Cluster) fineTask(node, label string) []dst.Access {
 	return nil
 }
 
-// fineTaskDone is the fine footprint of a worker done with its task.
+// fineTaskDone is the fine footprint of a worker done with its task. It
+// reads the executor, though it changes it: two workers done commute (a
+// worker takes the next queued task or goes idle, and tasks and their
+// gates are named by their labels, never by the worker that runs them,
+// so either order leaves the same tasks parked and the same counts),
+// and every op that submits writes exec:<id>, so a submit and a worker
+// done stay dependent (the task goes to that idle worker, or a new one).
 func (c *Cluster) fineTaskDone(node string) []dst.Access {
 	if !c.fine {
 		return nil
 	}
-	return c.tFine(node, dst.W("exec:"+node))
+	return c.tFine(node, dst.R("exec:"+node))
 }
 
 // fineRecv is the fine footprint of an incoming call's handler (id: the
@@ -217,16 +228,114 @@ func (c *Cluster) fineRecv(node, method, id string) []dst.Access {
 		return c.tFine(node)
 	case relaypb.Relay_RelayMessage_FullMethodName, relaypb.Relay_RelayBulkMessage_FullMethodName:
 		return c.tFine(node, dst.R("sessions:"+node))
+	case relaypb.Relay_RelayStream_FullMethodName:
+		// The handler starts: its incarnation read from the metadata,
+		// then its first item (its rpc.recv gate, fineStreamItem) or the
+		// stream's end.
+		return c.tFine(node)
 	case relaypb.Chat_Connect_FullMethodName:
 		// "Connect <user> #<gen>": the client's operation names the user,
 		// percent-encoded (opLabel): a name holding '%' after encoding is
 		// not its own, and stays coarse.
 		f := strings.Fields(id)
 		if len(f) == 3 && f[0] == "Connect" && strings.HasPrefix(f[2], "#") && !strings.Contains(f[1], "%") {
-			return c.tFine(node, dst.W("connects:"+node), dst.W("client:"+f[1]))
+			return c.tFine(node, dst.W("connects:"+node), dst.W(connObj(f[1])))
 		}
 	}
 	return nil
+}
+
+// fineStreamItem is the fine footprint of a relay stream's item taken by
+// its handler (system/stream.go RelayStream), or nil: its checks (the
+// node's config and epoch, fixed for the incarnation), its claim on the
+// link (the node's map of links seen, recvlinks:<id>), then its
+// stream.deliver gate; a duplicate's next item or the stream's end; a
+// link older than the newest seen settles with a registry read (a gate),
+// or is refused (the handler returns, the stream ends).
+func (c *Cluster) fineStreamItem(node string) []dst.Access {
+	if !c.fine {
+		return nil
+	}
+	return c.tFine(node, dst.W("recvlinks:"+node))
+}
+
+// fineStreamEnd is the fine footprint of a relay stream's end at its
+// handler, or nil: the link's ack (read from recvlinks:<id>) or the
+// error, and the handler's return.
+func (c *Cluster) fineStreamEnd(node string) []dst.Access {
+	if !c.fine {
+		return nil
+	}
+	return c.tFine(node, dst.R("recvlinks:"+node))
+}
+
+// fineStreamDeliver is the fine footprint of a claimed stream item's
+// delivery (stream.deliver), or nil: deliverLocal, as a relay handler's
+// (the sessions map, each recipient's lock gate), then the handler's next
+// item or end (their rpc.recv gates).
+func (c *Cluster) fineStreamDeliver(node string) []dst.Access {
+	if !c.fine {
+		return nil
+	}
+	return c.tFine(node, dst.R("sessions:"+node))
+}
+
+// streamFaultFree reports whether no fault can end a relay stream inside
+// a step of its writer's (between two gates, with no gate of its own):
+// a receiver-side break sets the error the writer's next write or ack
+// returns, a partition fails a write at once; either takes the writer
+// through its failure paths (give-up, isolation, hand-over: tasks, peers)
+// in the op that meets it. With neither budgeted, a write's failure comes
+// back at its own gate (rpc.done ... failed), which is coarse.
+func (c *Cluster) streamFaultFree() bool {
+	return !c.budgeted(ExBreak) && !c.budgeted(ExPartition) && !c.faults.mix.NetFaults()
+}
+
+// fineStreamWrite is the fine footprint of a relay stream's item about to
+// be written (rpc.send), or nil: the write, then the writer's step goes
+// on (system/stream.go step: its next item, its ack's close, or back to
+// waiting for the link's wake-up or linger, to its stream.write gate),
+// touching only its link's state (links:<id>). A dropped write is a
+// faulted choice (it writes node:<id>). The same for the stream's open
+// (rpc.send): the stream opened on the peer's channel, to its rpc.done
+// gate (opened or failed).
+func (c *Cluster) fineStreamWrite(node, target string) []dst.Access {
+	if !c.fine || !c.streamFaultFree() {
+		return nil
+	}
+	return c.tFine(node, dst.W("links:"+node), dst.R("alive:"+target))
+}
+
+// fineStreamStep is the fine footprint of a link's writer about to take
+// its queued items (stream.write), or nil. Its step (system/stream.go run
+// and step) numbers the queue into the unacked items (links:<id>), then
+// opens a stream on the peer's channel (read from peers:<id>; its
+// rpc.send gate), writes (rpc.send), or closes for the ack (rpc.done);
+// every failure of those comes back at their gates. A link found closed
+// (its peer replaced or forgotten) hands its items over: relays on the
+// peer's current links (the peers map, their queues, their writers
+// woken), or the registry read of a peer not installed (a gate). It
+// writes peers:<id> for the hand-over's relays, whose failures may
+// forget a peer.
+func (c *Cluster) fineStreamStep(node string) []dst.Access {
+	if !c.fine {
+		return nil
+	}
+	return c.tFine(node, dst.W("links:"+node), dst.W("peers:"+node))
+}
+
+// fineStreamAck is the fine footprint of a relay stream's ack back at its
+// writer, when it came back, unbroken, covering at least the first item
+// written on the stream (so the writer counts it as progress, not as an
+// empty ack), or nil: the link's unacked items dropped, then its writer
+// waits for a wake-up (its stream.write gate). The same for a stream
+// opened (rpc.done ... open): the linger timer set, then the first
+// item's write (rpc.send).
+func (c *Cluster) fineStreamAck(node string) []dst.Access {
+	if !c.fine || !c.streamFaultFree() {
+		return nil
+	}
+	return c.tFine(node, dst.W("links:"+node))
 }
 
 // relayUnary: a unary relay call (single or bulk).
@@ -284,7 +393,7 @@ func (c *Cluster) fineRedis(ctx context.Context, node string, cmds []redis.Cmder
 		}
 		t := c.tFine(node, dst.R("sessions:"+node))
 		for _, u := range users {
-			t = append(t, dst.W(sessionObj(node, u)), dst.W("client:"+u))
+			t = append(t, dst.W(sessionObj(node, u)), dst.W(connObj(u)))
 		}
 		return t
 	}
@@ -293,6 +402,17 @@ func (c *Cluster) fineRedis(ctx context.Context, node string, cmds []redis.Cmder
 	switch {
 	case strings.HasPrefix(label, "relay ") && name == "get" && c.cfg.Mode != system.ModeStream:
 		return c.tFine(node, dst.R("peers:"+node))
+	case (strings.HasPrefix(label, "relay ") || strings.HasPrefix(label, "bulk ")) && name == "hgetall" && c.onePerNode:
+		// A relay task's registry read (peers.go get, or refresh after a
+		// failed call): with one process per node the entry names the
+		// one the peer map may hold, so install adds a peer or keeps
+		// the one there, and closes none. Then relayOnce as for task
+		// "bulk" (its call, or the link's queue in stream mode), or
+		// relay's back-off (a timer) or return. A refresh that finds
+		// the entry gone forgets the peer: its links closed (their
+		// writers woken), its connections closed (calls in flight on
+		// them fail, at their rpc.done gates).
+		return c.tFine(node, dst.W("peers:"+node), dst.W("links:"+node))
 	case strings.HasPrefix(label, "dispatch ") && name == "mget":
 		return c.tFine(node, dst.W("exec:"+node))
 	case strings.HasPrefix(label, "send ") && script:

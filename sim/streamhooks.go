@@ -46,7 +46,11 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 	target := strings.TrimPrefix(cc.Target(), "passthrough:///")
 	link := system.Label(ctx)
 	id := shortMethod(method) + " " + link + " " + attemptOf(ctx)
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id, Touch: c.tCall(h.node, target)})
+	open := c.fineStreamWrite(h.node, target)
+	if open == nil || method != relaypb.Relay_RelayStream_FullMethodName {
+		open = c.tCall(h.node, target)
+	}
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: id, Touch: open})
 	h.relayCall(method, target, false, system.Message{})
 	h.linkEvent(link, "open")
 	ctx, cancel := context.WithCancel(ctx)
@@ -63,7 +67,11 @@ func (h *nodeHooks) peerStream(ctx context.Context, desc *grpc.StreamDesc, cc *g
 		c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " failed", Touch: c.tNode(h.node)})
 		return nil, err
 	}
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " open", Touch: c.tNode(h.node)})
+	opened := c.fineStreamAck(h.node)
+	if opened == nil || method != relaypb.Relay_RelayStream_FullMethodName {
+		opened = c.tNode(h.node)
+	}
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: id + " open", Touch: opened})
 	s.ClientStream = cs
 	c.openStreams.add(streamKeyOf(link, attemptOf(ctx)), s)
 	return s, nil
@@ -76,7 +84,8 @@ type simClientStream struct {
 	link   string // the link's operation label: "stream n1@1.2#0 ->n2"
 	target string
 	cancel context.CancelFunc
-	items  int // items written on the stream
+	items  int    // items written on the stream
+	first  uint64 // the link seq of the first of them
 
 	mu sync.Mutex
 	// dead is set once the harness broke the stream (broken); cut is the
@@ -101,8 +110,12 @@ func (s *simClientStream) SendMsg(m any) error {
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
 	alias := msgAlias(system.Message{Sender: it.GetMessage().GetSender(), ID: it.GetMessage().GetMsgId()})
+	touch := c.fineStreamWrite(h.node, s.target)
+	if touch == nil {
+		touch = c.tCall(h.node, s.target)
+	}
 	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCSend, ID: s.id + " " + item, Alias: alias, Units: len(it.Recipients),
-		Touch: c.tCall(h.node, s.target), Faults: c.offer(ExDrop)})
+		Touch: touch, Faults: c.offer(ExDrop)})
 	c.rec.relayed(it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), s.target, len(it.Recipients))
 	c.rec.linkItem(model.LinkItem{Time: c.Now(), From: h.node, To: s.target, Room: it.GetMessage().GetRoom(),
 		Seq: it.GetMessage().GetSeq(), Recipients: len(it.Recipients)})
@@ -136,6 +149,9 @@ func (s *simClientStream) SendMsg(m any) error {
 	}
 	items, bound := c.backlog.written(h.node, s.target, s.linkName(), s.id, it.LinkSeq, c.Now(), c.Trace.Lines())
 	c.coverage.linkBacklog(items, bound)
+	if s.items == 0 {
+		s.first = it.LinkSeq
+	}
 	s.items++
 	return nil
 }
@@ -147,7 +163,13 @@ func (s *simClientStream) RecvMsg(m any) error {
 	if c.Trace.Frozen() {
 		return err
 	}
-	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " ack", Touch: c.tNode(h.node)})
+	touch := c.tNode(h.node)
+	if ack, ok := m.(*relaypb.RelayStreamAck); ok && err == nil && s.items > 0 && ack.Acked >= s.first && s.cutErr() == nil {
+		if t := c.fineStreamAck(h.node); t != nil {
+			touch = t
+		}
+	}
+	c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCDone, ID: s.id + " ack", Touch: touch})
 	if cut := s.cutErr(); cut != nil {
 		return cut
 	}
@@ -292,12 +314,20 @@ func (s *serverRelayStream) RecvMsg(m any) error {
 	h := s.h
 	it, _ := m.(*relaypb.RelayStreamItem)
 	if err != nil || it == nil {
-		h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " end", Touch: h.c.tNode(h.node)})
+		touch := h.c.fineStreamEnd(h.node)
+		if touch == nil {
+			touch = h.c.tNode(h.node)
+		}
+		h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " end", Touch: touch})
 		return err
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
 	alias := msgAlias(system.Message{Sender: it.GetMessage().GetSender(), ID: it.GetMessage().GetMsgId()})
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Alias: alias, Units: len(it.Recipients), Touch: h.c.tNode(h.node)})
+	touch := h.c.fineStreamItem(h.node)
+	if touch == nil {
+		touch = h.c.tNode(h.node)
+	}
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Alias: alias, Units: len(it.Recipients), Touch: touch})
 	if from, _, ok := strings.Cut(it.Link, "@"); ok {
 		s.from = from
 	}
