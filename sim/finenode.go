@@ -22,12 +22,12 @@ import (
 // crash (which writes node:<id> and alive:<id>).
 //
 //	op (gate)                              what runs until the next gates            touches
-//	session.send (chat.go pump)            stream.Send to the client, the pump's     session:<id>/<u>, client:<u>
+//	session.send (chat.go pump)            stream.Send to the client, the pump's     session:<id>/<u>, conn:<u>
 //	                                       next outbox item or its end (the
 //	                                       session closes, closeSession's gate)
-//	session.lock of a live delivery        the delivery (session.go deliverLive:     session:<id>/<u>, client:<u>
+//	session.lock of a live delivery        the delivery (session.go deliverLive:     session:<id>/<u>, conn:<u>
 //	  (label "deliver ..." or "recv         lock, last seqs, outbox push waking the
-//	  RelayMessage/RelayBulkMessage ...")   pump, a release waking lock waiters, a
+//	  RelayMessage/RelayBulkMessage/stream") pump, a release waking lock waiters, a
 //	                                       kick waking the catch-up), then the
 //	                                       task's end (task.done) or the relay
 //	                                       handler's next recipient (reads the      (+ sessions:<id> read, in
@@ -53,9 +53,18 @@ import (
 //	redis GET route (label "relay ...",    relayOnce as for task "bulk"              peers:<id> (read)
 //	  not stream mode)
 //	redis HGETALL node:<t> of a relay      install: a peer added, or the one there   peers:<id>,
-//	  task ("relay ...", "bulk ...") while  kept (no process to replace it by);       links:<id> (stream)
+//	  task ("relay ...", "bulk ...") while  kept (no process to replace it by);       links:<id>
 //	  every node has had one process        then relayOnce as for task "bulk", or
-//	                                        relay's back-off or return
+//	                                        relay's back-off or return (a refresh
+//	                                        that finds no entry forgets the peer)
+//	stream.write, a stream's rpc.send      a link's writer: fineStreamStep,          links:<id> (+ peers:<id>
+//	  (open, items) and rpc.done (open,     fineStreamWrite, fineStreamAck below      written by the step)
+//	  an ack covering its first item),
+//	  while no break or partition is
+//	  budgeted
+//	a relay stream's handler: its start,   fineRecv, fineStreamItem, fineStreamEnd,  recvlinks:<id>,
+//	  rpc.recv of an item or the end,       fineStreamDeliver below                   sessions:<id> (read)
+//	  stream.deliver
 //	redis MGET routes ("dispatch ...")     dispatch: submits the fan-out's tasks,    exec:<id>
 //	                                       Send's reply
 //	redis script of a send ("send ...")    dispatch (submits; a duplicate numbers     exec:<id>, retries:<id>,
@@ -63,36 +72,39 @@ import (
 //	                                       or the EVAL after a
 //	                                       NOSCRIPT miss, or the MGET gate
 //	redis script of a join or leave        the handler's reply                       (node read only)
-//	redis command of a delivery task's      the rest of the fill and the delivery,    session:<id>/<u>, client:<u>
+//	redis command of a delivery task's      the rest of the fill and the delivery,    session:<id>/<u>, conn:<u>
 //	  gap fill ("deliver ...")              as its session.lock above
-//	redis command of a relay handler's     the rest of the fill and the delivery,    session:<id>/<r>, client:<r>
+//	redis command of a relay handler's     the rest of the fill and the delivery,    session:<id>/<r>, conn:<r>
 //	  gap fill ("recv RelayMessage ...",    then the next recipients (the sessions    for every recipient r of
 //	  "recv RelayBulkMessage ...")          map, their lock gates) or the reply       the call, sessions:<id> (read)
-//	redis SET route:<u> and reads of the   openSession's return: the header to the   session:<id>/<u>, client:<u>
+//	redis SET route:<u> and reads of the   openSession's return: the header to the   session:<id>/<u>, conn:<u>
 //	  replay ("connect <u> #<g>") and of    client, the replay's start, the pump;
 //	  the catch-up ("sync <u> ...")         the replay's or catch-up's fill (pushes,
 //	                                       last seqs), its end or the session's
-//	redis script of closeSession           the sessions map entry dropped, the       session:<id>/<u>, client:<u>,
+//	redis script of closeSession           the sessions map entry dropped, the       session:<id>/<u>, conn:<u>  ,
 //	  ("connect <u> #<g>": DropRoute)        handler's end (the stream count), the     sessions:<id>, connects:<id>
 //	                                       client's stream end
-//	rpc.recv of Connect                    the session made (the node's gen and       connects:<id>, client:<u>
+//	rpc.recv of Connect                    the session made (the node's gen and       connects:<id>, conn:<u>
 //	                                       stream count), up to session.open
-//	session.open                           the sessions map, the older session of     session:<id>/<u>, client:<u>,
+//	session.open                           the sessions map, the older session of     session:<id>/<u>, conn:<u>  ,
 //	                                       the user closed, up to the route's SET     sessions:<id>
-//	session.close                          the route's drop (a gate), or the          session:<id>/<u>, client:<u>,
+//	session.close                          the route's drop (a gate), or the          session:<id>/<u>, conn:<u>  ,
 //	                                       sessions map entry dropped and the         sessions:<id>, connects:<id>
 //	                                       handler's end
-//	session.lock of the replay or the      the fill, as the Redis commands above      session:<id>/<u>, client:<u>
+//	session.lock of the replay or the      the fill, as the Redis commands above      session:<id>/<u>, conn:<u>
 //	  catch-up
 //
-// Every op that touches a session writes its client too: the client's own
-// ops (a disconnect, a reconnect) run the end of its sessions on the node
-// (the pump, closeSession up to its gate). The sessions map is read by
+// Every op that touches a session writes the client's streams too
+// (conn:<u>): the client's own ops that open or end one (a disconnect, a
+// reconnect) run the end of its sessions on the node (the pump,
+// closeSession up to its gate). The client's plain requests and the
+// deliveries it takes write only client:<u> (exploring.go tClientRequest). The sessions map is read by
 // Send's dispatch and by a relay handler's delivery (sessions:<id>).
 //
-// What stays coarse: the stream links' own ops (the writer's steps,
-// give-up, isolation and hand-over, the receiver's items and claims), a
-// registry read once a node has had a second process (its install may
+// What stays coarse: a stream link's ops while a break or a partition is
+// budgeted, a stream write or ack that failed (the writer's give-up,
+// isolation and hand-over run from there), a registry read once a node
+// has had a second process (its install may
 // replace a peer: new connections and links, the old peer closed, calls
 // in flight on it fail), a relay call that failed (retry, back-off, the
 // peer forgotten or refreshed, a downgrade), caller-runs tasks, the
