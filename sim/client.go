@@ -103,11 +103,7 @@ func (cl *Client) run() {
 		cl.n++
 		id := fmt.Sprintf("a%d %s", cl.n, a.String()[len(cl.user)+1:])
 		cl.mu.Unlock()
-		touch := cl.c.tClient(cl.user)
-		if clientRequest(a.Kind) {
-			touch = cl.c.tClientRequest(cl.user)
-		}
-		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: id, Touch: touch})
+		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: id, Touch: cl.c.tClientAction(cl.user, a.Kind)})
 		if cl.c.Trace.Frozen() {
 			return // teardown began while the action waited
 		}

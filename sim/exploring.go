@@ -128,6 +128,13 @@ func (c *Cluster) tClientRequest(user string) []dst.Access {
 	return c.clientTouch(user, false)
 }
 
+// tClientAction is the footprint of a client's action of kind k (its
+// release, and its call coming back): tClientRequest for a plain
+// request, else tClient.
+func (c *Cluster) tClientAction(user string, k ActionKind) []dst.Access {
+	return c.clientTouch(user, !clientRequest(k))
+}
+
 func (c *Cluster) clientTouch(user string, conn bool) []dst.Access {
 	if !c.Exploring() {
 		return nil
