@@ -54,6 +54,14 @@ func RunOne(ctx context.Context, o Options, m *Mutant) Result {
 		return res
 	}
 	r := &run{o: o, m: m, overlay: overlay, res: &res}
+	// The binary is 40-50 MB and nothing reads it after the verdict (a
+	// replay command builds the mutant again from its overlay): a whole
+	// catalog's binaries would keep gigabytes of a CI machine's disk.
+	defer func() {
+		if r.bin != "" {
+			os.Remove(r.bin)
+		}
+	}()
 	if r.build(ctx) {
 		r.deadline = time.Now().Add(o.Budget)
 		res.Build = time.Since(start).Seconds()
