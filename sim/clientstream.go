@@ -94,7 +94,7 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 		cl.waitStall(cs)
 		d, err := stream.Recv()
 		if err != nil {
-			c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d end", cs.gen), Touch: c.tClient(cl.user)})
+			c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d end", cs.gen), Touch: c.tClientEnd(cl.user, c.nodes[cs.node].id)})
 			cl.streamEnded(cs, err)
 			return
 		}

@@ -28,9 +28,11 @@ import (
 //   - alive:<id>  whether the node is up: a crash writes it; the node's own
 //     ops and every call or client request towards it read it.
 //   - client:<u>  a simulated client's state and what it has seen.
-//   - conn:<u>    the client's streams as the nodes' sessions meet them:
-//     written by a session's ops and by the client's ops that open, end
-//     or change a stream (tClient), not by its plain requests.
+//   - conn:<id>/<u> the client's stream to node <id> as that node's
+//     session meets it: written by the session's ops, by the client's ops
+//     that open, end or change a stream (tClient: for every node), and by
+//     the client seeing that stream end (tClientEnd), not by its plain
+//     requests.
 //   - redis:<key> a Redis key, read or written by a command (a script's
 //     declared keys, once checked to touch no other; a command not on the
 //     allowlist touches everything: redisfootprint.go).
@@ -77,7 +79,7 @@ func (c *Cluster) tPoint(node string, p system.Point, label string) []dst.Access
 		if t := c.fineSession(node, user, p.Kind, label); t != nil {
 			return t
 		}
-		return c.tNode(node, dst.W(connObj(user)))
+		return c.tNode(node, dst.W(connObj(node, user)))
 	case system.PointTask:
 		if t := c.fineTask(node, p.Key); t != nil {
 			return t
@@ -107,10 +109,10 @@ func (c *Cluster) tCall(node, target string) []dst.Access {
 }
 
 // tClient is the footprint of a client's op that may open, end or
-// change its streams (a connect, a disconnect, a stall, a stream's end,
-// and every action not known to be a plain request): its own state, its
-// streams as the nodes' sessions meet them (conn:<u>), and the liveness
-// of every node (a request may go to any of them).
+// change its streams (a connect, a disconnect, a stall, and every action
+// not known to be a plain request): its own state, its streams as the
+// nodes' sessions meet them (conn:<id>/<u> for every node), and the
+// liveness of every node (a request may go to any of them).
 func (c *Cluster) tClient(user string) []dst.Access {
 	return c.clientTouch(user, true)
 }
@@ -121,7 +123,7 @@ func (c *Cluster) tClient(user string) []dst.Access {
 // stream. What it does reaches a node only through the call it makes
 // (whose handler's ops it happens before) and reads of the client's own
 // state (which node to call: a stream's, set by the client's own ops), so
-// it commutes with the nodes' session ops, which write conn:<u> (a
+// it commutes with the nodes' session ops, which write conn:<id>/<u> (a
 // delivery read off the stream comes after the session's send that wrote
 // it, in happens-before).
 func (c *Cluster) tClientRequest(user string) []dst.Access {
@@ -141,19 +143,36 @@ func (c *Cluster) clientTouch(user string, conn bool) []dst.Access {
 	}
 	t := make([]dst.Access, 0, 2+len(c.nodes))
 	t = append(t, dst.W("client:"+user))
-	if conn {
-		t = append(t, dst.W(connObj(user)))
+	for _, sn := range c.nodes {
+		if conn {
+			t = append(t, dst.W(connObj(sn.id, user)))
+		}
+		t = append(t, dst.R("alive:"+sn.id))
 	}
+	return t
+}
+
+// tClientEnd is the footprint of a client's stream to node ending (the
+// client's recv loop saw its end): the client's state, and that one
+// stream as node's session meets it (streamEnded cancels it, and node's
+// session for the user runs its end up to closeSession's gate). Its
+// other streams, on other nodes, are not touched.
+func (c *Cluster) tClientEnd(user, node string) []dst.Access {
+	if !c.Exploring() {
+		return nil
+	}
+	t := make([]dst.Access, 0, 2+len(c.nodes))
+	t = append(t, dst.W("client:"+user), dst.W(connObj(node, user)))
 	for _, sn := range c.nodes {
 		t = append(t, dst.R("alive:"+sn.id))
 	}
 	return t
 }
 
-// connObj is user's streams as the nodes' sessions meet them: a
+// connObj is user's stream to node as the node's session meets it: the
 // session's ops write it, and so do the client's own ops that open, end
-// or change a stream (a disconnect runs the end of its sessions).
-func connObj(user string) string { return "conn:" + user }
+// or change a stream (a disconnect runs the end of its session there).
+func connObj(node, user string) string { return "conn:" + node + "/" + user }
 
 // clientRequest reports whether an action of kind k is a plain request
 // (tClientRequest): one unary call, with retries, and its record.

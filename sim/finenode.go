@@ -22,10 +22,10 @@ import (
 // crash (which writes node:<id> and alive:<id>).
 //
 //	op (gate)                              what runs until the next gates            touches
-//	session.send (chat.go pump)            stream.Send to the client, the pump's     session:<id>/<u>, conn:<u>
+//	session.send (chat.go pump)            stream.Send to the client, the pump's     session:<id>/<u>, conn:<id>/<u>
 //	                                       next outbox item or its end (the
 //	                                       session closes, closeSession's gate)
-//	session.lock of a live delivery        the delivery (session.go deliverLive:     session:<id>/<u>, conn:<u>
+//	session.lock of a live delivery        the delivery (session.go deliverLive:     session:<id>/<u>, conn:<id>/<u>
 //	  (label "deliver ..." or "recv         lock, last seqs, outbox push waking the
 //	  RelayMessage/RelayBulkMessage/stream") pump, a release waking lock waiters, a
 //	                                       kick waking the catch-up), then the
@@ -72,34 +72,39 @@ import (
 //	                                       or the EVAL after a
 //	                                       NOSCRIPT miss, or the MGET gate
 //	redis script of a join or leave        the handler's reply                       (node read only)
-//	redis command of a delivery task's      the rest of the fill and the delivery,    session:<id>/<u>, conn:<u>
+//	redis command of a delivery task's      the rest of the fill and the delivery,    session:<id>/<u>, conn:<id>/<u>
 //	  gap fill ("deliver ...")              as its session.lock above
 //	redis command of a relay handler's     the rest of the fill and the delivery,    session:<id>/<r>, conn:<r>
 //	  gap fill ("recv RelayMessage ...",    then the next recipients (the sessions    for every recipient r of
 //	  "recv RelayBulkMessage ...")          map, their lock gates) or the reply       the call, sessions:<id> (read)
-//	redis SET route:<u> and reads of the   openSession's return: the header to the   session:<id>/<u>, conn:<u>
+//	redis SET route:<u> and reads of the   openSession's return: the header to the   session:<id>/<u>, conn:<id>/<u>
 //	  replay ("connect <u> #<g>") and of    client, the replay's start, the pump;
 //	  the catch-up ("sync <u> ...")         the replay's or catch-up's fill (pushes,
 //	                                       last seqs), its end or the session's
-//	redis script of closeSession           the sessions map entry dropped, the       session:<id>/<u>, conn:<u>  ,
+//	redis script of closeSession           the sessions map entry dropped, the       session:<id>/<u>, conn:<id>/<u>,
 //	  ("connect <u> #<g>": DropRoute)        handler's end (the stream count), the     sessions:<id>, connects:<id>
 //	                                       client's stream end
-//	rpc.recv of Connect                    the session made (the node's gen and       connects:<id>, conn:<u>
+//	rpc.recv of Connect                    the session made (the node's gen and       connects:<id>, conn:<id>/<u>
 //	                                       stream count), up to session.open
-//	session.open                           the sessions map, the older session of     session:<id>/<u>, conn:<u>  ,
+//	session.open                           the sessions map, the older session of     session:<id>/<u>, conn:<id>/<u>,
 //	                                       the user closed, up to the route's SET     sessions:<id>
-//	session.close                          the route's drop (a gate), or the          session:<id>/<u>, conn:<u>  ,
+//	session.close                          the route's drop (a gate), or the          session:<id>/<u>, conn:<id>/<u>,
 //	                                       sessions map entry dropped and the         sessions:<id>, connects:<id>
 //	                                       handler's end
-//	session.lock of the replay or the      the fill, as the Redis commands above      session:<id>/<u>, conn:<u>
+//	session.lock of the replay or the      the fill, as the Redis commands above      session:<id>/<u>, conn:<id>/<u>
 //	  catch-up
 //
-// Every op that touches a session writes the client's streams too
-// (conn:<u>): the client's own ops that open or end one (a disconnect, a
-// reconnect) run the end of its sessions on the node (the pump,
-// closeSession up to its gate). The client's plain requests and the
-// deliveries it takes write only client:<u> (exploring.go tClientRequest). The sessions map is read by
-// Send's dispatch and by a relay handler's delivery (sessions:<id>).
+// Every op that touches a session of node <id> writes the client's stream
+// to that node too (conn:<id>/<u>): the client's own ops that open or end
+// one (a disconnect, a reconnect) run the end of its session on the node
+// (the pump, closeSession up to its gate). Those client ops write
+// conn:<id>/<u> for every node, but for a stream's end seen by the client
+// (its recv loop's "#<g> end"), which touches only that stream's node
+// (exploring.go tClientEnd): so the ops of the session a user leaves and
+// of the one it moves to commute unless they meet in Redis. The client's
+// plain requests and the deliveries it takes write only client:<u>
+// (exploring.go tClientRequest). The sessions map is read by Send's
+// dispatch and by a relay handler's delivery (sessions:<id>).
 //
 // What stays coarse: a stream link's ops while a break or a partition is
 // budgeted, a stream write or ack that failed (the writer's give-up,
@@ -144,7 +149,7 @@ func sessionObj(node, user string) string { return "session:" + node + "/" + use
 // node: every such op writes the client too, as the client's own ops
 // (a disconnect, a reconnect) run the session's end on the node.
 func (c *Cluster) sess(node, user string, extra ...dst.Access) []dst.Access {
-	return c.tFine(node, append([]dst.Access{dst.W(sessionObj(node, user)), dst.W(connObj(user))}, extra...)...)
+	return c.tFine(node, append([]dst.Access{dst.W(sessionObj(node, user)), dst.W(connObj(node, user))}, extra...)...)
 }
 
 // connectWork is the fine footprint of a Connect handler's own work on
@@ -251,7 +256,7 @@ func (c *Cluster) fineRecv(node, method, id string) []dst.Access {
 		// not its own, and stays coarse.
 		f := strings.Fields(id)
 		if len(f) == 3 && f[0] == "Connect" && strings.HasPrefix(f[2], "#") && !strings.Contains(f[1], "%") {
-			return c.tFine(node, dst.W("connects:"+node), dst.W(connObj(f[1])))
+			return c.tFine(node, dst.W("connects:"+node), dst.W(connObj(node, f[1])))
 		}
 	}
 	return nil
@@ -405,7 +410,7 @@ func (c *Cluster) fineRedis(ctx context.Context, node string, cmds []redis.Cmder
 		}
 		t := c.tFine(node, dst.R("sessions:"+node))
 		for _, u := range users {
-			t = append(t, dst.W(sessionObj(node, u)), dst.W(connObj(u)))
+			t = append(t, dst.W(sessionObj(node, u)), dst.W(connObj(node, u)))
 		}
 		return t
 	}
