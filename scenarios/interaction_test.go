@@ -38,7 +38,7 @@ func TestScenarios(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(path), ".txt")
 		t.Run(name, func(t *testing.T) {
 			if slowStories[name] && !*exploreSlow {
-				t.Skip("a pinned search of 20 s of CPU or more: .ci/run and make explore run it (-explore.slow)")
+				t.Skip("a pinned search of over 10 s of CPU over its modes: .ci/run and make explore run it (-explore.slow)")
 			}
 			outs := playModes(t, path)
 			i := 0
@@ -51,8 +51,8 @@ func TestScenarios(t *testing.T) {
 	}
 }
 
-// slowStories are the explore stories whose pinned searches take 20 s of
-// CPU or more over the three modes (BENCHMARKS.md, "Reach at bound 2"):
+// slowStories are the explore stories whose pinned searches take over 10 s
+// of CPU over the three modes (BENCHMARKS.md, "Reach at bound 2"):
 // go test ./scenarios skips them, to stay within its budget, unless
 // -explore.slow is given; .ci/run and make explore give it.
 var slowStories = map[string]bool{
