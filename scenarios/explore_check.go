@@ -46,7 +46,7 @@ func CommuteCheck(setup []*datadriven.TestData, d *datadriven.TestData, mode sys
 		for d, l := range levels {
 			for i := range l.Keys {
 				for j := i + 1; j < len(l.Keys); j++ {
-					if l.Lazy[i] || l.Lazy[j] || dst.Dependent(l.Touches[i], l.Touches[j]) {
+					if (l.Lazy[i] && l.Lazy[j]) || dst.Dependent(l.Touches[i], l.Touches[j]) {
 						continue
 					}
 					prefix := make([]string, 0, d)

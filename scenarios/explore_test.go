@@ -112,6 +112,25 @@ join user=u2 room=r1
 	})
 }
 
+// The commutation check runs a lazy op (a crash) against a ready op the
+// footprints call independent of it, and finds a wrong footprint there
+// too: with the caller's liveness left out of what a relay handler's ops
+// read (withCallers), a delivery for a call from n1 looks independent of
+// n1's crash, though the crash cancels the call, and the delivery's
+// handler then gives up (the hole the check found when it began to try
+// lazy ops).
+func TestExploreCommuteCheckFindsACrashedCaller(t *testing.T) {
+	setup, block := loadStory(t, "testdata/explore-receiver-break.txt")
+	sim.BlindCallerFootprints = true
+	defer func() { sim.BlindCallerFootprints = false }()
+	synctest.Test(t, func(t *testing.T) {
+		_, err := CommuteCheck(setup, block, system.ModeSingle, DefaultExploreOptions(), 1000, 1)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "do not commute")
+		assert.Contains(t, err.Error(), "|crash|")
+	})
+}
+
 // Soundness is checked, not assumed: on every built-in story, at bounds
 // 0, 1 and 2 (the bound's soundness is BPOR's, and was once broken:
 // TestExploreBoundSiblings), the reduced search finds exactly the

@@ -76,7 +76,7 @@ func (cl *Client) callConn(a Action, n int, inv invocation, f func(context.Conte
 		ctx = metadata.AppendToOutgoingContext(ctx, cl.callCredential(a)...)
 		r, err = f(ctx, cl.unaryConn(node))
 		cancel()
-		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try%d", n, try), Touch: cl.c.tClientAction(cl.user, a.Kind)})
+		cl.c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindRPCDone, ID: fmt.Sprintf("a%d try%d", n, try), Touch: cl.c.tClientBack(cl.user, a.Kind)})
 		if err == nil || !clientRetryable(err) || cl.ctx.Err() != nil {
 			break
 		}

@@ -101,7 +101,7 @@ func (cl *Client) recv(cs *clientStream, stream relaypb.Chat_ConnectClient) {
 		cl.mu.Lock()
 		slow := cl.slowUntil - c.Now()
 		cl.mu.Unlock()
-		c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d recv %s#%d", cs.gen, d.Room, d.Seq), Extra: max(slow, 0), Touch: c.tClientRequest(cl.user)})
+		c.Sched.Gate(dst.GateSpec{Node: cl.user, Kind: KindClient, ID: fmt.Sprintf("#%d recv %s#%d", cs.gen, d.Room, d.Seq), Extra: max(slow, 0), Touch: c.tClientTake(cl.user)})
 		cl.mu.Lock()
 		dead := cs.vanished || cs.closing
 		if !dead && d.Seq > cl.cursors[d.Room] {

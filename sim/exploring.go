@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/relaysim/relaysim/model"
 	"github.com/relaysim/relaysim/sim/dst"
@@ -26,7 +27,8 @@ import (
 //     a fault carried out at any op of the node (the explorer adds a
 //     write of node:<id> to a faulted choice) and with a crash.
 //   - alive:<id>  whether the node is up: a crash writes it; the node's own
-//     ops and every call or client request towards it read it.
+//     ops, every call or client request towards it, and a peer's ops run
+//     for a call from it (withCallers) read it.
 //   - client:<u>  a simulated client's state and what it has seen.
 //   - conn:<id>/<u> the client's stream to node <id> as that node's
 //     session meets it: written by the session's ops, by the client's ops
@@ -114,30 +116,52 @@ func (c *Cluster) tCall(node, target string) []dst.Access {
 // nodes' sessions meet them (conn:<id>/<u> for every node), and the
 // liveness of every node (a request may go to any of them).
 func (c *Cluster) tClient(user string) []dst.Access {
-	return c.clientTouch(user, true)
+	return c.clientTouch(user, true, true)
 }
 
 // tClientRequest is the footprint of a client's op that touches only its
-// own state (client:<u>): a plain request (create, join, leave, send:
-// clientRequest) leaving or coming back, or a delivery taken off its
-// stream. What it does reaches a node only through the call it makes
+// own state (client:<u>) and reads the nodes' liveness: a plain request
+// (create, join, leave, send: clientRequest) leaving. Its call coming
+// back (tClientBack) and a delivery taken off its stream (tClientTake)
+// read no liveness. What it does reaches a node only through the call it makes
 // (whose handler's ops it happens before) and reads of the client's own
 // state (which node to call: a stream's, set by the client's own ops), so
 // it commutes with the nodes' session ops, which write conn:<id>/<u> (a
 // delivery read off the stream comes after the session's send that wrote
 // it, in happens-before).
 func (c *Cluster) tClientRequest(user string) []dst.Access {
-	return c.clientTouch(user, false)
+	return c.clientTouch(user, false, true)
 }
 
 // tClientAction is the footprint of a client's action of kind k (its
-// release, and its call coming back): tClientRequest for a plain
-// request, else tClient.
+// release): tClientRequest for a plain request, else tClient.
 func (c *Cluster) tClientAction(user string, k ActionKind) []dst.Access {
-	return c.clientTouch(user, !clientRequest(k))
+	return c.clientTouch(user, !clientRequest(k), true)
 }
 
-func (c *Cluster) clientTouch(user string, conn bool) []dst.Access {
+// tClientBack is the footprint of a client's call of an action of kind k
+// coming back (its rpc.done gate). For a plain request it is the
+// client's own state only: the call's outcome is already decided when it
+// parks, and what runs after the gate is the client's record of it, then
+// either a retry's back-off (a timer: the retry's call is made in a later
+// event) or the actor taking its next action, which parks at its own gate
+// before it calls anything. So it reads no node's liveness, and commutes
+// with a crash. Other kinds keep tClient.
+func (c *Cluster) tClientBack(user string, k ActionKind) []dst.Access {
+	return c.clientTouch(user, !clientRequest(k), !clientRequest(k))
+}
+
+// tClientTake is the footprint of a delivery taken off a client's stream
+// (its recv gate): the client's own state only. What runs after the gate
+// is the delivery's record and the cursor, then the stream's next Recv,
+// which blocks (or finds the stream ended, and parks at its "#<g> end"
+// gate: a crash of the stream's node run before or after it leaves the
+// same error there). It calls no node, so it reads no node's liveness.
+func (c *Cluster) tClientTake(user string) []dst.Access {
+	return c.clientTouch(user, false, false)
+}
+
+func (c *Cluster) clientTouch(user string, conn, alive bool) []dst.Access {
 	if !c.Exploring() {
 		return nil
 	}
@@ -147,7 +171,9 @@ func (c *Cluster) clientTouch(user string, conn bool) []dst.Access {
 		if conn {
 			t = append(t, dst.W(connObj(sn.id, user)))
 		}
-		t = append(t, dst.R("alive:"+sn.id))
+		if alive {
+			t = append(t, dst.R("alive:"+sn.id))
+		}
 	}
 	return t
 }
@@ -167,6 +193,35 @@ func (c *Cluster) tClientEnd(user, node string) []dst.Access {
 		t = append(t, dst.R("alive:"+sn.id))
 	}
 	return t
+}
+
+// withCallers adds to t, the footprint of an op of node run on behalf of
+// a call from a peer (its context carries a node-to-node call's incoming
+// metadata: the cluster credential) or of a relay stream's delivery
+// (label "recv stream ...": it runs under the node's context, then the
+// handler reads the stream's next item), a read of every other node's
+// liveness. The caller's crash cancels the call's context, and the op's
+// code reads it (a delivery or a reply given up; a stream's next item
+// refused, though the transport had it: RecvMsg in streamhooks.go): so
+// the op and the crash do not commute. The call does not name its
+// caller (a stream item's link does, once read), so every peer is read.
+// A nil t (everything) stays nil.
+func (c *Cluster) withCallers(ctx context.Context, node string, t []dst.Access) []dst.Access {
+	if t == nil || !c.Exploring() || BlindCallerFootprints {
+		return t
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	if len(md.Get(system.MDToken)) == 0 && !strings.HasPrefix(system.Label(ctx), "recv stream ") {
+		return t
+	}
+	out := make([]dst.Access, len(t), len(t)+len(c.nodes))
+	copy(out, t)
+	for _, sn := range c.nodes {
+		if sn.id != node {
+			out = append(out, dst.R("alive:"+sn.id))
+		}
+	}
+	return out
 }
 
 // connObj is user's stream to node as the node's session meets it: the
@@ -258,6 +313,11 @@ func (c *Cluster) budgetedOf(classes ...string) []string {
 	}
 	return out
 }
+
+// BlindCallerFootprints plants the hole withCallers closes, for the test
+// that the commutation check finds it: an op run for a peer's call then
+// looks independent of the caller's crash.
+var BlindCallerFootprints bool
 
 // BlindRedisFootprints plants a hole in the footprints for the tests of
 // the checks that must find one: Redis commands then touch no key, so

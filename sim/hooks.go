@@ -49,7 +49,7 @@ func (h *nodeHooks) Gate(ctx context.Context, p system.Point) {
 	if m.Room == "" {
 		m, _ = system.MessageOf(ctx)
 	}
-	g := dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Alias: msgAlias(m), Touch: h.c.tPoint(h.node, p, system.Label(ctx))}
+	g := dst.GateSpec{Owner: h, Node: p.Node, Kind: p.Kind, ID: p.Key, Alias: msgAlias(m), Touch: h.c.withCallers(ctx, h.node, h.c.tPoint(h.node, p, system.Label(ctx)))}
 	if p.Kind == system.PointStreamDeliver && h.c.budgeted(ExBreak) {
 		// The explorer may break the stream here, at the receiver: that
 		// cuts the sender's stream too, so the choice touches its node.
@@ -218,7 +218,7 @@ func (h *nodeHooks) redisGate(ctx context.Context, id string, units int, cmds ..
 	}
 	mctx, _ := system.MessageOf(ctx)
 	f := c.Sched.Gate(dst.GateSpec{Owner: h, Node: node, Kind: KindRedis, ID: id, Tie: callTie(ctx), Alias: msgAlias(mctx), Extra: c.faults.spike(c.Now()), Units: units,
-		Touch: c.tRedis(ctx, node, cmds), Faults: c.offer(ExError)})
+		Touch: c.withCallers(ctx, node, c.tRedis(ctx, node, cmds)), Faults: c.offer(ExError)})
 	c.redisClock()
 	if c.Trace.Frozen() {
 		return nil
@@ -350,6 +350,7 @@ func (h *nodeHooks) serverUnary(ctx context.Context, req any, info *grpc.UnarySe
 	if touch == nil {
 		touch = h.c.tNode(h.node)
 	}
+	touch = h.c.withCallers(ctx, h.node, touch)
 	g := dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Alias: msgAlias(m), Units: recipientsOf(req), Touch: touch}
 	if relayed {
 		g.FaultDelay = h.c.exploreDelay() // held past the caller's timeout
@@ -403,6 +404,7 @@ func (h *nodeHooks) serverStream(srv any, ss grpc.ServerStream, info *grpc.Strea
 	if touch == nil {
 		touch = h.c.tNode(h.node)
 	}
+	touch = h.c.withCallers(ss.Context(), h.node, touch)
 	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: id, Touch: touch})
 	if info.FullMethod == relaypb.Relay_RelayStream_FullMethodName {
 		rs := newServerRelayStream(h, ss, id)

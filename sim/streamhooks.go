@@ -318,7 +318,7 @@ func (s *serverRelayStream) RecvMsg(m any) error {
 		if touch == nil {
 			touch = h.c.tNode(h.node)
 		}
-		h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " end", Touch: touch})
+		h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " end", Touch: h.c.withCallers(s.Context(), h.node, touch)})
 		return err
 	}
 	item := fmt.Sprintf("%s#%d #%d", it.GetMessage().GetRoom(), it.GetMessage().GetSeq(), it.LinkSeq)
@@ -327,7 +327,7 @@ func (s *serverRelayStream) RecvMsg(m any) error {
 	if touch == nil {
 		touch = h.c.tNode(h.node)
 	}
-	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Alias: alias, Units: len(it.Recipients), Touch: touch})
+	h.c.Sched.Gate(dst.GateSpec{Owner: h, Node: h.node, Kind: KindRPCRecv, ID: s.id + " " + item, Alias: alias, Units: len(it.Recipients), Touch: h.c.withCallers(s.Context(), h.node, touch)})
 	if from, _, ok := strings.Cut(it.Link, "@"); ok {
 		s.from = from
 	}
