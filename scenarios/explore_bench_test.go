@@ -25,7 +25,16 @@ var (
 	benchCap     = flag.Duration("explore.cap", 30*time.Second, "CPU-time cap of each search in -explore.bench")
 	benchDeeper  = flag.Int("explore.deeper", 1, "-explore.bench also measures each story at its pinned bound plus 1..N")
 	benchBounds  = flag.String("explore.bounds", "", "-explore.bench measures each story at these preemption bounds (comma-separated) besides its pinned one, instead of -explore.deeper")
+	benchNaive   = flag.Duration("explore.naive-cap", 0, "CPU-time cap of the naive search of an original story at its pinned bound, no crash budget, in -explore.bench (0: -explore.cap)")
 )
+
+// originalStories are the six stories the model checker began with; its
+// reach is judged on them (issue 31: 10x at equal terminal states at the
+// pinned bound), so -explore.naive-cap lets their naive searches finish.
+var originalStories = map[string]bool{
+	"send-races-join": true, "send-races-leave": true, "two-senders": true,
+	"user-moves": true, "crash-during-fanout": true, "broken-stream-resend": true,
+}
 
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -41,11 +50,11 @@ func cpuTime() time.Duration {
 // The search runs on one P, as `relaysim explore` runs it: a search is
 // sequential, and a second P only adds threads waking each other (a
 // third of the CPU per schedule).
-func benchSearch(t *testing.T, story, text string, mode system.Mode, o ExploreOptions) (*ExploreReport, time.Duration, time.Duration) {
+func benchSearch(t *testing.T, story, text string, mode system.Mode, o ExploreOptions, limit time.Duration) (*ExploreReport, time.Duration, time.Duration) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	start := time.Now()
 	c0 := cpuTime()
-	o.Stop = func(*ExploreReport) bool { return cpuTime()-c0 >= *benchCap }
+	o.Stop = func(*ExploreReport) bool { return cpuTime()-c0 >= limit }
 	var r *ExploreReport
 	synctest.Test(t, func(t *testing.T) {
 		rs, err := ExploreText(t, story, text, mode, o)
@@ -100,9 +109,13 @@ func TestExploreBench(t *testing.T) {
 					o := DefaultExploreOptions()
 					o.Bound = b
 					o.Budget = map[string]int{sim.ExCrash: crashes}
-					red, rw, rc := benchSearch(t, story, text, mode, o)
+					red, rw, rc := benchSearch(t, story, text, mode, o, *benchCap)
 					o.Reduce = false
-					nv, _, _ := benchSearch(t, story, text, mode, o)
+					limit := *benchCap
+					if *benchNaive > 0 && originalStories[story] && b == pinned && crashes == 0 {
+						limit = *benchNaive
+					}
+					nv, _, _ := benchSearch(t, story, text, mode, o, limit)
 					yn := func(r *ExploreReport) string {
 						if r.Exhausted {
 							return "yes"
