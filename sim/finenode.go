@@ -74,7 +74,7 @@ import (
 //	redis script of a join or leave        the handler's reply                       (node read only)
 //	redis command of a delivery task's      the rest of the fill and the delivery,    session:<id>/<u>, conn:<id>/<u>
 //	  gap fill ("deliver ...")              as its session.lock above
-//	redis command of a relay handler's     the rest of the fill and the delivery,    session:<id>/<r>, conn:<r>
+//	redis command of a relay handler's     the rest of the fill and the delivery,    session:<id>/<r>, conn:<id>/<r>
 //	  gap fill ("recv RelayMessage ...",    then the next recipients (the sessions    for every recipient r of
 //	  "recv RelayBulkMessage ...")          map, their lock gates) or the reply       the call, sessions:<id> (read)
 //	redis SET route:<u> and reads of the   openSession's return: the header to the   session:<id>/<u>, conn:<id>/<u>
