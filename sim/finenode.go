@@ -19,7 +19,10 @@ import (
 // memory, only the objects listed; every other op of the node keeps
 // writing node:<id>, and these read it, so they stay dependent with
 // those, with a fault carried out at any op of the node, and with a
-// crash (which writes node:<id> and alive:<id>).
+// crash (which writes node:<id> and alive:<id>). An op run for a peer's
+// call (a relay handler's, a relay stream's deliveries), fine or coarse,
+// also reads every other node's liveness: the caller's crash cancels the
+// call (exploring.go withCallers).
 //
 //	op (gate)                              what runs until the next gates            touches
 //	session.send (chat.go pump)            stream.Send to the client, the pump's     session:<id>/<u>, conn:<id>/<u>
