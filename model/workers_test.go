@@ -89,6 +89,30 @@ func TestCheckWorkersDispatch(t *testing.T) {
 	checkWorkerCases(t, tests)
 }
 
+// A restart that overlaps incarnations may begin at the very instant the
+// incarnation it stops started (a restart right after another): that
+// incarnation's version then dates from the overlap's own instant, and it
+// may still dispatch a send invoked after its successor is up. Here n1 ran
+// v1 (single), a v2 incarnation (bulk) started at 3 s, a restart to v1
+// began at 3 s, the new v1 incarnation was up at 4 s and the old one
+// stopped at 6 s; u1's send at 5 s was dispatched by the old one, in bulk
+// mode (the soak's false alarm: the judge took the mode from just before
+// the overlap's instant only, v1's, and expected 150 single-mode tasks).
+func TestCheckWorkersOverlapRightAfterARestart(t *testing.T) {
+	overlapped := func(tasks int) *History {
+		h := seedsRoom("bulk", tasks)
+		h.Versions = []Version{{Node: "n1", From: 0, Protocol: 1}, {Node: "n1", From: 3 * time.Second, Protocol: 2}, {Node: "n1", From: 4 * time.Second, Protocol: 1}}
+		h.Faults = []Fault{{From: 3 * time.Second, To: 6 * time.Second, Kind: FaultOverlap, Nodes: []string{"n1"}}}
+		return h
+	}
+	checkWorkerCases(t, []workerCase{
+		// The overlap touches n1: every member is unsure in bulk mode.
+		{"the stopping v2 incarnation dispatched in bulk", overlapped(52), ""},
+		{"the new v1 incarnation dispatched in single", overlapped(150), ""},
+		{"more than either allows", overlapped(200), "single dispatch started 200 tasks at the executor's gates, expected 0..150 (the node was upgraded during the send: 0 local + 0 remote servers, 150 members unsure in bulk mode or 150 members, 0 more possible in single mode)"},
+	})
+}
+
 // workerCase is a history and the one bounded-worker-growth detail it must
 // yield ("" for none).
 type workerCase struct {
