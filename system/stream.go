@@ -741,7 +741,10 @@ func (r *relayServer) RelayStream(s relaypb.Relay_RelayStreamServer) error {
 		// sender's next write broke, its watchdog fired) must not make it
 		// skip the recipients.
 		n.hooks.Gate(s.Context(), Point{Node: n.cfg.NodeID, Kind: PointStreamDeliver, Key: fmt.Sprintf("%s #%d", it.Link, it.LinkSeq), Msg: messageOf(it.Message)})
-		ctx := WithLabel(n.ctx, fmt.Sprintf("recv stream %s #%d", it.Link, it.LinkSeq))
+		// The delivery's Redis commands (a gap fill) work for the item's
+		// message, as a unary relay's handler's do: an embedder that
+		// watches them (MessageOf) knows which message a failed one cost.
+		ctx := WithMessage(WithLabel(n.ctx, fmt.Sprintf("recv stream %s #%d", it.Link, it.LinkSeq)), messageOf(it.Message))
 		n.deliverLocal(ctx, it.Message, it.Recipients)
 		processed++
 	}
