@@ -187,12 +187,7 @@ func (c *Cluster) tClientEnd(user, node string) []dst.Access {
 	if !c.Exploring() {
 		return nil
 	}
-	t := make([]dst.Access, 0, 2+len(c.nodes))
-	t = append(t, dst.W("client:"+user), dst.W(connObj(node, user)))
-	for _, sn := range c.nodes {
-		t = append(t, dst.R("alive:"+sn.id))
-	}
-	return t
+	return append(c.clientTouch(user, false, true), dst.W(connObj(node, user)))
 }
 
 // withCallers adds to t, the footprint of an op of node run on behalf of
